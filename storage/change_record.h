@@ -1,0 +1,45 @@
+// ChangeRecord: one entry of the change feed, as read back from storage.
+// The on-disk layout is in storage/key_format.h (docs/storage-format.md);
+// the envelope JSON is the contract's (shared/api-contract.md, "The change
+// envelope").
+//
+// Thread-safety: plain value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/write_request.h"
+
+namespace feedd {
+
+enum class ChangeOp : uint8_t { kCreate = 1, kReplace = 2, kDelete = 3 };
+
+std::string_view ChangeOpName(ChangeOp op);  // "create", "replace", "delete"
+
+struct ChangeRecord {
+  Lsn lsn = 0;
+  uint64_t ts_ms = 0;
+  ChangeOp op = ChangeOp::kCreate;
+  std::string container;
+  std::string partition_key;
+  std::string id;
+  std::string envelope_json;  // {"lsn":..,"op":..,...,"before":..,"after":..}
+};
+
+struct FeedReadSpec {
+  Lsn from = 1;                            // first LSN wanted (inclusive)
+  size_t limit = 100;                      // at most this many records
+  std::optional<std::string> container;    // only this container's changes
+  size_t max_scanned = 10000;              // stop after visiting this many records
+};
+
+struct FeedPage {
+  std::vector<ChangeRecord> records;
+  Lsn next = 1;  // where the next read should start
+};
+
+}  // namespace feedd

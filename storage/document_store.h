@@ -1,0 +1,116 @@
+// DocumentStore: feedd's storage engine. JSON items in containers, keyed by
+// (partition key, id), with secondary indexes and an LSN-ordered change feed,
+// all in one RocksDB database (layout: docs/storage-format.md).
+//
+// Operation
+//   Writes go through Submit(): requests queue up for a single commit thread,
+//   which evaluates them in order against the current state, assigns LSNs,
+//   and writes each group of requests as ONE RocksDB WriteBatch (items, index
+//   entries and change records together) with ONE fsync when sync is on.
+//   A request's callback runs only after that write returned, so an
+//   acknowledged write is durable (sync=true) and its change records are
+//   readable. LSN order is commit order, and readers never see a gap.
+//   Reads and queries run on the caller's thread against RocksDB snapshots.
+//
+// Concurrency
+//   All methods are thread-safe. Submit() never blocks on I/O; Write() is
+//   Submit() plus a wait. Callbacks (WriteCallback, OnHeadReached) run on the
+//   commit thread and must be short.
+//
+// Ownership
+//   Open() returns the only owner. Close() (or the destructor) stops the
+//   commit and retention threads after finishing queued writes, then closes
+//   the database.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "storage/change_record.h"
+#include "storage/container_spec.h"
+#include "storage/query.h"
+#include "storage/store_options.h"
+#include "storage/write_request.h"
+#include "util/status.h"
+
+namespace feedd {
+
+struct ConsumerWatermark {
+  std::string name;
+  Lsn acked = 0;  // every change with LSN <= acked is no longer needed by it
+};
+
+struct StoreStats {
+  Lsn head_lsn = 0;
+  Lsn oldest_retained_lsn = 1;
+  uint64_t groups_committed = 0;
+  uint64_t requests_committed = 0;
+  uint64_t changes_committed = 0;
+};
+
+class DocumentStore {
+ public:
+  // Opens (creating if needed) the database in options.data_dir. Fails when
+  // the configuration contradicts what is stored (a container with data that
+  // is no longer declared, or a changed partition key path).
+  static Result<std::unique_ptr<DocumentStore>> Open(const StoreOptions& options);
+
+  virtual ~DocumentStore() = default;
+  DocumentStore(const DocumentStore&) = delete;
+  DocumentStore& operator=(const DocumentStore&) = delete;
+
+  virtual const std::vector<ContainerSpec>& containers() const = 0;
+  // nullptr when no container has that name.
+  virtual const ContainerSpec* FindContainer(std::string_view name) const = 0;
+  virtual const StoreOptions& options() const = 0;
+
+  // ---- Items ----
+  // Point read. On success *item_json is the stored item (with _etag, _lsn, _ts).
+  virtual Status Read(std::string_view container, std::string_view partition_key,
+                      std::string_view id, std::string* item_json) const = 0;
+  virtual Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const = 0;
+  // Queues `request`; `done` runs exactly once with the outcome.
+  virtual void Submit(WriteRequest request, WriteCallback done) = 0;
+  // Submit() and wait.
+  WriteResult Write(WriteRequest request);
+
+  // ---- Change feed ----
+  virtual Lsn HeadLsn() const = 0;
+  // The smallest LSN still readable (HeadLsn()+1 when the feed is empty).
+  virtual Lsn OldestRetainedLsn() const = 0;
+  // Reads committed change records with LSN >= spec.from, in LSN order.
+  // lsn_not_retained when spec.from < OldestRetainedLsn().
+  virtual Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const = 0;
+  // Calls `fn` once HeadLsn() >= lsn: right away on the caller's thread when
+  // it already is, else later on the commit thread. Returns a token for
+  // CancelHeadWatch(); cancelling after `fn` ran is harmless.
+  virtual uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn) = 0;
+  virtual void CancelHeadWatch(uint64_t token) = 0;
+
+  // ---- Retention low-watermarks ----
+  // A registered consumer keeps every change with LSN > its acked LSN from
+  // retention. Registration and acks are durable.
+  virtual Status RegisterConsumer(const std::string& name, Lsn acked) = 0;
+  virtual Status AckConsumer(const std::string& name, Lsn acked) = 0;
+  virtual Status UnregisterConsumer(const std::string& name) = 0;
+  virtual std::vector<ConsumerWatermark> Consumers() const = 0;
+  // One retention pass now (it also runs every retention_interval_ms).
+  virtual Status EnforceRetention() = 0;
+
+  // ---- Health ----
+  // OK while the database is open and writable.
+  virtual Status Health() const = 0;
+  virtual StoreStats Stats() const = 0;
+  // Finishes queued writes, stops background threads, closes the database.
+  // Later writes fail with `unavailable`. Idempotent.
+  virtual void Close() = 0;
+
+ protected:
+  DocumentStore() = default;
+};
+
+}  // namespace feedd

@@ -1,0 +1,50 @@
+// Validation of items written by clients, and their preparation for the
+// commit pipeline (docs/api.md, "Validation").
+//
+// PrepareItem() runs on the caller's thread, so the expensive part of a write
+// (checking and serializing the JSON) is spread over the HTTP threads and the
+// single commit thread only adds the system properties.
+//
+// Thread-safety: free functions, no shared state.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/container_spec.h"
+#include "util/status.h"
+
+namespace feedd {
+
+// An item body that passed validation.
+struct PreparedItem {
+  std::string id;
+  std::string partition_key;
+  // The body without properties starting with '_', serialized as a JSON
+  // object. The commit pipeline appends _etag, _lsn and _ts to it.
+  std::string body_json;
+};
+
+// Validates `body` as an item of `spec`: a JSON object with a valid `id` and a
+// string partition key. `expected_pk` / `expected_id`, when set, must equal the
+// values in the body (a path parameter, or the partition of a batch).
+// Properties whose name starts with '_' are dropped. `max_item_bytes` bounds
+// the serialized body.
+Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
+                                 std::optional<std::string_view> expected_pk,
+                                 std::optional<std::string_view> expected_id,
+                                 size_t max_item_bytes);
+
+// OK when `id` is 1-255 bytes with no '/', '\\', '?', '#' or control character.
+Status ValidateId(std::string_view id);
+// OK when a partition key value is usable (1-2048 bytes, valid as a path segment).
+Status ValidatePartitionKeyValue(std::string_view pk);
+
+// Removes every top-level property whose name starts with '_'.
+void StripSystemProperties(boost::json::object& body);
+
+}  // namespace feedd

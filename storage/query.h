@@ -1,0 +1,54 @@
+// Queries: equality filters, optional order, limit and continuation, within a
+// logical partition or across partitions (through a secondary index when one
+// fits, else a full scan). Every query reports what it cost.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/json_pointer.h"
+#include "util/status.h"
+
+namespace feedd {
+
+inline constexpr size_t kDefaultQueryLimit = 100;
+inline constexpr size_t kMaxQueryLimit = 1000;
+
+struct FieldFilter {
+  JsonPointer path;
+  boost::json::value value;  // a scalar: string, number, bool or null
+};
+
+struct QuerySpec {
+  std::optional<std::string> partition_key;  // absent: cross-partition
+  std::vector<FieldFilter> filters;          // all must match
+  std::optional<JsonPointer> order_by;       // absent: (partition key, id) order
+  bool descending = false;
+  size_t limit = kDefaultQueryLimit;         // 1..kMaxQueryLimit
+  std::string continuation;                  // from a previous page, or ""
+};
+
+// Our equivalent of Cosmos DB request units.
+struct QueryCost {
+  uint64_t items_read = 0;          // items fetched from storage
+  uint64_t index_entries_read = 0;  // secondary-index entries visited
+  uint64_t bytes_read = 0;          // bytes of items and index entries read
+  uint64_t partitions_scanned = 0;  // distinct logical partitions read from
+};
+
+struct QueryResult {
+  std::vector<std::string> items;           // stored item JSON, in order
+  std::optional<std::string> continuation;  // set when more may follow
+  QueryCost cost;
+};
+
+// Parses the JSON body of POST /v1/containers/{c}/query (docs/api.md).
+// Filter names without a leading '/' are top-level fields.
+Result<QuerySpec> ParseQuerySpec(const boost::json::value& body);
+
+}  // namespace feedd

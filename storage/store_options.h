@@ -1,0 +1,45 @@
+// StoreOptions: everything DocumentStore::Open() needs. Defaults are the
+// production defaults; the daemon fills them from its configuration
+// (daemon/options.cc declares the matching options).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/container_spec.h"
+#include "util/clock.h"
+
+namespace feedd {
+
+struct StoreOptions {
+  std::string data_dir = "./data";
+  std::vector<ContainerSpec> containers = DefaultContainers();
+
+  // true: a write is acknowledged only once its WAL is fsynced (concurrent
+  // writes share one fsync). false: acknowledged once in the OS page cache.
+  bool sync = true;
+  size_t max_item_bytes = 2 * 1024 * 1024;
+  // Store the previous version of an item in each change record.
+  bool before_images = true;
+
+  // Group commit bounds: one RocksDB WriteBatch (one fsync) takes at most
+  // this many requests / bytes from the queue.
+  size_t max_group_requests = 512;
+  size_t max_group_bytes = 32 * 1024 * 1024;
+
+  // Change-feed retention. Changes older than retention_ms, or beyond
+  // retention_bytes of feed data, are dropped unless a registered consumer
+  // has not acknowledged them yet. 0 disables that limit.
+  uint64_t retention_ms = 7ull * 24 * 3600 * 1000;
+  uint64_t retention_bytes = 0;
+  uint64_t retention_interval_ms = 10000;  // how often retention runs
+
+  size_t block_cache_bytes = 256u * 1024 * 1024;
+  size_t write_buffer_bytes = 64u * 1024 * 1024;
+
+  Clock* clock = Clock::System();  // not owned
+};
+
+}  // namespace feedd

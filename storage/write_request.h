@@ -1,0 +1,70 @@
+// WriteRequest / WriteResult: what the commit pipeline accepts and answers.
+//
+// A WriteRequest holds one or more operations on ONE logical partition of ONE
+// container. It is applied all-or-nothing: every op succeeds and every
+// mutation gets its own change-feed record (consecutive LSNs) in the same
+// RocksDB WriteBatch, or nothing at all is written. A single-item request
+// (POST/PUT/PATCH/DELETE) is a request with one op.
+//
+// Thread-safety: plain values, moved into DocumentStore::Submit().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/patch.h"
+#include "storage/prepared_item.h"
+#include "util/status.h"
+
+namespace feedd {
+
+using Lsn = uint64_t;  // change-feed sequence number; 0 means "none"
+
+inline constexpr size_t kMaxBatchOperations = 100;
+
+enum class WriteOpKind {
+  kCreate,   // fails with conflict (409) when the item exists
+  kUpsert,   // create or replace
+  kReplace,  // fails with not_found (404) when the item is missing
+  kDelete,   // fails with not_found (404) when the item is missing
+  kPatch,    // fails with not_found (404) when the item is missing
+  kRead,     // reads inside the batch; fails with not_found when missing
+};
+
+struct WriteOp {
+  WriteOpKind kind = WriteOpKind::kUpsert;
+  std::string id;
+  std::optional<PreparedItem> item;  // kCreate, kUpsert, kReplace
+  std::vector<PatchOp> patch;        // kPatch
+  // When set, the op applies only if the stored item's _etag equals it;
+  // otherwise (or when the item is missing) precondition_failed (412).
+  std::optional<std::string> if_match;
+};
+
+struct WriteRequest {
+  std::string container;
+  std::string partition_key;
+  std::vector<WriteOp> ops;  // 1..kMaxBatchOperations
+};
+
+struct OpResult {
+  int http_status = 0;    // 201 created, 200 replaced/patched/read, 204 deleted
+  std::string item_json;  // the item as stored (empty for a delete)
+  Lsn lsn = 0;            // the op's change record (0 for a read)
+};
+
+struct WriteResult {
+  Status status;          // OK, or the failing op's error
+  int failed_index = -1;  // index of the failing op when !status.ok()
+  std::vector<OpResult> results;  // one per op when status.ok()
+  Lsn last_lsn = 0;               // last change record written (0: none)
+};
+
+// Invoked exactly once, on the commit thread: keep it short (post the result
+// to another executor).
+using WriteCallback = std::function<void(WriteResult)>;
+
+}  // namespace feedd

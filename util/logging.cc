@@ -1,0 +1,76 @@
+#include "util/logging.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace feedd {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::mutex g_mutex;
+
+// syslog priorities: 7 debug, 6 info, 4 warning, 3 err.
+int SyslogPriority(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return 7;
+    case LogLevel::kInfo: return 6;
+    case LogLevel::kWarning: return 4;
+    case LogLevel::kError: return 3;
+  }
+  return 6;
+}
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "DEBUG";
+    case LogLevel::kInfo: return "INFO";
+    case LogLevel::kWarning: return "WARNING";
+    case LogLevel::kError: return "ERROR";
+  }
+  return "INFO";
+}
+
+}  // namespace
+
+void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
+
+bool ParseLogLevel(std::string_view text, LogLevel* level) {
+  if (text == "debug") *level = LogLevel::kDebug;
+  else if (text == "info") *level = LogLevel::kInfo;
+  else if (text == "warning") *level = LogLevel::kWarning;
+  else if (text == "error") *level = LogLevel::kError;
+  else return false;
+  return true;
+}
+
+bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
+
+void Log(LogLevel level, std::string_view component, std::string_view message) {
+  static const bool tty = isatty(STDERR_FILENO) == 1;
+  char prefix[64];
+  if (tty) {
+    auto now = std::chrono::system_clock::now();
+    std::time_t secs = std::chrono::system_clock::to_time_t(now);
+    int millis = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+        1000);
+    std::tm tm_utc;
+    gmtime_r(&secs, &tm_utc);
+    size_t n = std::strftime(prefix, sizeof(prefix), "%Y-%m-%dT%H:%M:%S", &tm_utc);
+    std::snprintf(prefix + n, sizeof(prefix) - n, ".%03dZ ", millis);
+  } else {
+    std::snprintf(prefix, sizeof(prefix), "<%d>", SyslogPriority(level));
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::fprintf(stderr, "%s%s %.*s: %.*s\n", prefix, LevelName(level),
+               static_cast<int>(component.size()), component.data(),
+               static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+}
+
+}  // namespace feedd
