@@ -31,10 +31,10 @@ struct ChangeRecord {
 };
 
 struct FeedReadSpec {
-  Lsn from = 1;                            // first LSN wanted (inclusive)
-  size_t limit = 100;                      // at most this many records
-  std::optional<std::string> container;    // only this container's changes
-  size_t max_scanned = 10000;              // stop after visiting this many records
+  Lsn from = 1;                          // first LSN wanted (inclusive)
+  size_t limit = 100;                    // at most this many records
+  std::optional<std::string> container;  // only this container's changes
+  size_t max_scanned = 10000;            // stop after visiting this many records
 };
 
 struct FeedPage {

@@ -27,6 +27,10 @@ struct PreparedItem {
   // The body without properties starting with '_', serialized as a JSON
   // object. The commit pipeline appends _etag, _lsn and _ts to it.
   std::string body_json;
+  // The encoded value (key_format::EncodeIndexValue) at each of the
+  // container's index paths, in spec order; nullopt when absent or not a
+  // scalar (the item then has no entry in that index).
+  std::vector<std::optional<std::string>> index_values;
 };
 
 // Validates `body` as an item of `spec`: a JSON object with a valid `id` and a
@@ -46,5 +50,9 @@ Status ValidatePartitionKeyValue(std::string_view pk);
 
 // Removes every top-level property whose name starts with '_'.
 void StripSystemProperties(boost::json::object& body);
+
+// The index values of `item` for each of `spec.index_paths` (see PreparedItem).
+std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& spec,
+                                                           const boost::json::value& item);
 
 }  // namespace feedd

@@ -29,8 +29,8 @@ struct QuerySpec {
   std::vector<FieldFilter> filters;          // all must match
   std::optional<JsonPointer> order_by;       // absent: (partition key, id) order
   bool descending = false;
-  size_t limit = kDefaultQueryLimit;         // 1..kMaxQueryLimit
-  std::string continuation;                  // from a previous page, or ""
+  size_t limit = kDefaultQueryLimit;  // 1..kMaxQueryLimit
+  std::string continuation;           // from a previous page, or ""
 };
 
 // Our equivalent of Cosmos DB request units.

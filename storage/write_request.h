@@ -57,8 +57,8 @@ struct OpResult {
 };
 
 struct WriteResult {
-  Status status;          // OK, or the failing op's error
-  int failed_index = -1;  // index of the failing op when !status.ok()
+  Status status;                  // OK, or the failing op's error
+  int failed_index = -1;          // index of the failing op when !status.ok()
   std::vector<OpResult> results;  // one per op when status.ok()
   Lsn last_lsn = 0;               // last change record written (0: none)
 };

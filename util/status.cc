@@ -10,28 +10,50 @@ struct CodeInfo {
 
 CodeInfo Info(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return {"ok", 200};
-    case ErrorCode::kInvalidJson: return {"invalid_json", 400};
-    case ErrorCode::kInvalidItem: return {"invalid_item", 400};
-    case ErrorCode::kInvalidId: return {"invalid_id", 400};
-    case ErrorCode::kInvalidPartitionKey: return {"invalid_partition_key", 400};
-    case ErrorCode::kPartitionKeyMismatch: return {"partition_key_mismatch", 400};
-    case ErrorCode::kInvalidPatch: return {"invalid_patch", 400};
-    case ErrorCode::kInvalidQuery: return {"invalid_query", 400};
-    case ErrorCode::kInvalidRequest: return {"invalid_request", 400};
-    case ErrorCode::kTooManyOperations: return {"too_many_operations", 400};
-    case ErrorCode::kContainerNotFound: return {"container_not_found", 404};
-    case ErrorCode::kNotFound: return {"not_found", 404};
-    case ErrorCode::kMethodNotAllowed: return {"method_not_allowed", 405};
-    case ErrorCode::kConflict: return {"conflict", 409};
-    case ErrorCode::kLsnNotRetained: return {"lsn_not_retained", 410};
-    case ErrorCode::kPreconditionFailed: return {"precondition_failed", 412};
-    case ErrorCode::kPayloadTooLarge: return {"payload_too_large", 413};
-    case ErrorCode::kUnsupportedMediaType: return {"unsupported_media_type", 415};
-    case ErrorCode::kInternal: return {"internal", 500};
-    case ErrorCode::kStorageError: return {"storage_error", 500};
-    case ErrorCode::kUnavailable: return {"unavailable", 503};
-    case ErrorCode::kLsnWaitTimeout: return {"lsn_wait_timeout", 504};
+    case ErrorCode::kOk:
+      return {"ok", 200};
+    case ErrorCode::kInvalidJson:
+      return {"invalid_json", 400};
+    case ErrorCode::kInvalidItem:
+      return {"invalid_item", 400};
+    case ErrorCode::kInvalidId:
+      return {"invalid_id", 400};
+    case ErrorCode::kInvalidPartitionKey:
+      return {"invalid_partition_key", 400};
+    case ErrorCode::kPartitionKeyMismatch:
+      return {"partition_key_mismatch", 400};
+    case ErrorCode::kInvalidPatch:
+      return {"invalid_patch", 400};
+    case ErrorCode::kInvalidQuery:
+      return {"invalid_query", 400};
+    case ErrorCode::kInvalidRequest:
+      return {"invalid_request", 400};
+    case ErrorCode::kTooManyOperations:
+      return {"too_many_operations", 400};
+    case ErrorCode::kContainerNotFound:
+      return {"container_not_found", 404};
+    case ErrorCode::kNotFound:
+      return {"not_found", 404};
+    case ErrorCode::kMethodNotAllowed:
+      return {"method_not_allowed", 405};
+    case ErrorCode::kConflict:
+      return {"conflict", 409};
+    case ErrorCode::kLsnNotRetained:
+      return {"lsn_not_retained", 410};
+    case ErrorCode::kPreconditionFailed:
+      return {"precondition_failed", 412};
+    case ErrorCode::kPayloadTooLarge:
+      return {"payload_too_large", 413};
+    case ErrorCode::kUnsupportedMediaType:
+      return {"unsupported_media_type", 415};
+    case ErrorCode::kInternal:
+      return {"internal", 500};
+    case ErrorCode::kStorageError:
+      return {"storage_error", 500};
+    case ErrorCode::kUnavailable:
+      return {"unavailable", 503};
+    case ErrorCode::kLsnWaitTimeout:
+      return {"lsn_wait_timeout", 504};
   }
   return {"internal", 500};
 }

@@ -1,0 +1,231 @@
+#include "storage/change_feed.h"
+
+#include <rocksdb/write_batch.h>
+
+#include "storage/key_format.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+namespace kf = key_format;
+}  // namespace
+
+ChangeFeed::ChangeFeed(RocksDatabase* db, const StoreOptions& options, std::function<Lsn()> head)
+    : db_(db),
+      options_(options),
+      head_(std::move(head)),
+      truncated_before_(db->stored_truncated_before()) {}
+
+ChangeFeed::~ChangeFeed() { Stop(); }
+
+Status ChangeFeed::Load() {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db()->NewIterator(rocksdb::ReadOptions(), db_->meta()));
+  const std::string prefix(kf::kMetaConsumerPrefix);
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string_view value = it->value().ToStringView();
+    Lsn acked;
+    if (!kf::GetU64(&value, &acked))
+      return Status(ErrorCode::kStorageError, "corrupt consumer record");
+    consumers_[it->key().ToString().substr(prefix.size())] = acked;
+  }
+  if (!it->status().ok())
+    return FromRocks(it->status(), ErrorCode::kStorageError, "load consumers");
+  return Status::Ok();
+}
+
+void ChangeFeed::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(thread_mutex_);
+    while (!stopping_) {
+      thread_wake_.wait_for(lock, std::chrono::milliseconds(options_.retention_interval_ms));
+      if (stopping_) break;
+      lock.unlock();
+      Status s = EnforceRetention();
+      if (!s.ok()) {
+        FEEDD_LOG(kWarning, "feed") << "retention pass failed: " << s.ToString();
+      }
+      lock.lock();
+    }
+  });
+}
+
+void ChangeFeed::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(thread_mutex_);
+    stopping_ = true;
+  }
+  thread_wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status ChangeFeed::Read(const FeedReadSpec& spec, FeedPage* page) const {
+  page->records.clear();
+  const Lsn head = head_();
+  const Lsn oldest = truncated_before_.load();
+  if (spec.from < oldest) {
+    return Status(ErrorCode::kLsnNotRetained, "LSN " + std::to_string(spec.from) +
+                                                  " is no longer retained; the oldest is " +
+                                                  std::to_string(oldest));
+  }
+  page->next = spec.from;
+  if (spec.from > head || spec.limit == 0) return Status::Ok();
+
+  const std::string upper = kf::FeedKey(head + 1);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(ro, db_->feed()));
+  size_t scanned = 0;
+  for (it->Seek(kf::FeedKey(spec.from)); it->Valid(); it->Next()) {
+    if (page->records.size() >= spec.limit || scanned >= spec.max_scanned) break;
+    ++scanned;
+    Lsn lsn;
+    if (!kf::DecodeFeedKey(it->key().ToStringView(), &lsn)) {
+      return Status(ErrorCode::kStorageError, "corrupt change-feed key");
+    }
+    page->next = lsn + 1;
+    if (spec.container) {
+      std::string_view container;
+      if (!kf::PeekFeedContainer(it->value().ToStringView(), &container)) {
+        return Status(ErrorCode::kStorageError, "corrupt change record " + std::to_string(lsn));
+      }
+      if (container != *spec.container) continue;
+    }
+    ChangeRecord record;
+    record.lsn = lsn;
+    if (!kf::DecodeFeedValue(it->value().ToStringView(), &record)) {
+      return Status(ErrorCode::kStorageError, "corrupt change record " + std::to_string(lsn));
+    }
+    page->records.push_back(std::move(record));
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "read feed");
+  // Retention may have run during the scan; never hand out a page with a hole.
+  if (spec.from < truncated_before_.load()) {
+    page->records.clear();
+    return Status(ErrorCode::kLsnNotRetained,
+                  "LSN " + std::to_string(spec.from) + " was dropped by retention during the read");
+  }
+  return Status::Ok();
+}
+
+Status ChangeFeed::PersistConsumer(const std::string& name, Lsn acked) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  auto s = db_->db()->Put(wo, std::string(kf::kMetaConsumerPrefix) + name, kf::EncodeU64(acked));
+  return s.ok() ? Status::Ok() : FromRocks(s, ErrorCode::kStorageError, "persist consumer " + name);
+}
+
+Status ChangeFeed::RegisterConsumer(const std::string& name, Lsn acked) {
+  if (name.empty()) return Status(ErrorCode::kInvalidRequest, "a consumer needs a name");
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  auto it = consumers_.find(name);
+  if (it != consumers_.end()) return Status::Ok();  // keep its progress
+  if (acked + 1 < truncated_before_.load()) {
+    return Status(ErrorCode::kLsnNotRetained, "consumer " + name + " starts after LSN " +
+                                                  std::to_string(acked) +
+                                                  ", which is no longer retained");
+  }
+  if (Status s = PersistConsumer(name, acked); !s.ok()) return s;
+  consumers_[name] = acked;
+  return Status::Ok();
+}
+
+Status ChangeFeed::AckConsumer(const std::string& name, Lsn acked) {
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  auto it = consumers_.find(name);
+  if (it == consumers_.end()) {
+    return Status(ErrorCode::kNotFound, "consumer " + name + " is not registered");
+  }
+  if (acked <= it->second) return Status::Ok();  // acks only move forward
+  if (Status s = PersistConsumer(name, acked); !s.ok()) return s;
+  it->second = acked;
+  return Status::Ok();
+}
+
+Status ChangeFeed::UnregisterConsumer(const std::string& name) {
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  auto s = db_->db()->Delete(rocksdb::WriteOptions(), std::string(kf::kMetaConsumerPrefix) + name);
+  if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "unregister consumer " + name);
+  consumers_.erase(name);
+  return Status::Ok();
+}
+
+std::vector<ConsumerWatermark> ChangeFeed::Consumers() const {
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  std::vector<ConsumerWatermark> out;
+  for (const auto& [name, acked] : consumers_) out.push_back({name, acked});
+  return out;
+}
+
+Result<Lsn> ChangeFeed::RetentionCutoff(Lsn head) const {
+  Lsn cutoff = truncated_before_.load();
+  if (options_.retention_ms == 0 && options_.retention_bytes == 0) return cutoff;
+
+  uint64_t excess_bytes = 0;
+  if (options_.retention_bytes > 0) {
+    rocksdb::Range all(kf::FeedKey(0), kf::FeedKey(head + 1));
+    uint64_t size = 0;
+    rocksdb::SizeApproximationOptions sao;
+    sao.include_memtables = true;
+    sao.include_files = true;
+    db_->db()->GetApproximateSizes(sao, db_->feed(), &all, 1, &size);
+    if (size > options_.retention_bytes) excess_bytes = size - options_.retention_bytes;
+  }
+  const uint64_t now = options_.clock->NowMillis();
+  const uint64_t min_ts =
+      options_.retention_ms > 0 && now > options_.retention_ms ? now - options_.retention_ms : 0;
+
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db()->NewIterator(rocksdb::ReadOptions(), db_->feed()));
+  uint64_t dropped_bytes = 0;
+  for (it->Seek(kf::FeedKey(cutoff)); it->Valid(); it->Next()) {
+    Lsn lsn;
+    std::string_view value = it->value().ToStringView();
+    uint64_t ts;
+    if (!kf::DecodeFeedKey(it->key().ToStringView(), &lsn) || !kf::GetU64(&value, &ts)) {
+      return Status(ErrorCode::kStorageError, "corrupt change record");
+    }
+    if (lsn > head) break;
+    bool too_old = options_.retention_ms > 0 && ts < min_ts;
+    bool too_big = dropped_bytes < excess_bytes;
+    if (!too_old && !too_big) break;
+    dropped_bytes += it->key().size() + it->value().size();
+    cutoff = lsn + 1;
+  }
+  if (!it->status().ok())
+    return FromRocks(it->status(), ErrorCode::kStorageError, "retention scan");
+  return cutoff;
+}
+
+Status ChangeFeed::EnforceRetention() {
+  std::lock_guard<std::mutex> guard(retention_mutex_);
+  const Lsn head = head_();
+  auto cutoff = RetentionCutoff(head);
+  if (!cutoff.ok()) return cutoff.status();
+  Lsn keep_from = *cutoff;
+  {
+    std::lock_guard<std::mutex> lock(consumers_mutex_);
+    for (const auto& [name, acked] : consumers_) keep_from = std::min(keep_from, acked + 1);
+  }
+  const Lsn old = truncated_before_.load();
+  if (keep_from <= old) return Status::Ok();
+
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(db_->feed(), kf::FeedKey(old), kf::FeedKey(keep_from));
+  batch.Put(db_->meta(), kf::kMetaFeedTruncatedBefore, kf::EncodeU64(keep_from));
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  // Publish the new truncation point first: readers re-check it after reading.
+  truncated_before_.store(keep_from);
+  auto s = db_->db()->Write(wo, &batch);
+  if (!s.ok()) {
+    truncated_before_.store(old);
+    return FromRocks(s, ErrorCode::kStorageError, "retention delete");
+  }
+  FEEDD_LOG(kInfo, "feed") << "retention dropped LSNs " << old << ".." << keep_from - 1;
+  return Status::Ok();
+}
+
+}  // namespace feedd

@@ -1,0 +1,450 @@
+#include "storage/commit_pipeline.h"
+
+#include <boost/json.hpp>
+#include <optional>
+#include <unordered_map>
+
+#include "storage/key_format.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+namespace kf = key_format;
+
+std::string Etag(Lsn lsn) { return "\"" + std::to_string(lsn) + "\""; }
+
+// Compares an If-Match value with the etag of `lsn`. Quotes and a weak
+// prefix on the client's side are ignored; "*" matches any version.
+bool EtagMatches(std::string_view if_match, Lsn lsn) {
+  if (if_match == "*") return true;
+  if (if_match.size() >= 2 && if_match.substr(0, 2) == "W/") if_match.remove_prefix(2);
+  if (if_match.size() >= 2 && if_match.front() == '"' && if_match.back() == '"') {
+    if_match = if_match.substr(1, if_match.size() - 2);
+  }
+  return if_match == std::to_string(lsn);
+}
+
+// body_json is a serialized non-empty object ("{...}" with at least `id`).
+std::string WithSystemProperties(std::string_view body_json, Lsn lsn, uint64_t ts_ms) {
+  std::string out;
+  out.reserve(body_json.size() + 64);
+  out.append(body_json.substr(0, body_json.size() - 1));
+  out += ",\"_etag\":\"\\\"";
+  out += std::to_string(lsn);
+  out += "\\\"\",\"_lsn\":";
+  out += std::to_string(lsn);
+  out += ",\"_ts\":";
+  out += std::to_string(ts_ms);
+  out += '}';
+  return out;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  *out += boost::json::serialize(boost::json::string_view(s.data(), s.size()));
+}
+
+std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::string_view pk,
+                     std::string_view id, uint64_t ts_ms, std::optional<std::string_view> before,
+                     std::optional<std::string_view> after) {
+  std::string out;
+  out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
+  out += "{\"lsn\":";
+  out += std::to_string(lsn);
+  out += ",\"op\":\"";
+  out += ChangeOpName(op);
+  out += "\",\"container\":";
+  AppendJsonString(&out, container);
+  out += ",\"partitionKey\":";
+  AppendJsonString(&out, pk);
+  out += ",\"id\":";
+  AppendJsonString(&out, id);
+  out += ",\"ts\":";
+  out += std::to_string(ts_ms);
+  out += ",\"before\":";
+  out += before ? *before : "null";
+  out += ",\"after\":";
+  out += after ? *after : "null";
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+// Evaluates the requests of one group into one WriteBatch.
+class CommitPipeline::GroupBuilder {
+ public:
+  GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms)
+      : db_(db), options_(options), next_lsn_(next_lsn), ts_ms_(ts_ms) {}
+
+  // Adds `request` to the batch, or leaves the batch untouched and returns
+  // the failure.
+  WriteResult Add(const WriteRequest& request) {
+    WriteResult result;
+    const ContainerHandle* container = db_->Find(request.container);
+    if (container == nullptr) {
+      result.status = Status(ErrorCode::kContainerNotFound,
+                             "container '" + request.container + "' does not exist");
+      return result;
+    }
+    if (request.ops.empty() || request.ops.size() > kMaxBatchOperations) {
+      result.status =
+          Status(ErrorCode::kTooManyOperations,
+                 "a request holds 1 to 100 operations, not " + std::to_string(request.ops.size()));
+      return result;
+    }
+    batch_.SetSavePoint();
+    undo_.clear();
+    const Lsn first_lsn = next_lsn_;
+    for (size_t i = 0; i < request.ops.size(); ++i) {
+      OpResult op_result;
+      Status s = Apply(*container, request.partition_key, request.ops[i], &op_result);
+      if (!s.ok()) {
+        batch_.RollbackToSavePoint();
+        for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
+          if (it->second)
+            overlay_[it->first] = *it->second;
+          else
+            overlay_.erase(it->first);
+        }
+        next_lsn_ = first_lsn;
+        result.status = std::move(s);
+        result.failed_index = static_cast<int>(i);
+        return result;
+      }
+      if (op_result.lsn != 0) result.last_lsn = op_result.lsn;
+      result.results.push_back(std::move(op_result));
+    }
+    batch_.PopSavePoint();
+    return result;
+  }
+
+  rocksdb::WriteBatch* batch() { return &batch_; }
+  Lsn next_lsn() const { return next_lsn_; }
+
+ private:
+  using Value = std::optional<std::string>;  // nullopt: absent
+
+  Result<Value> Lookup(const ContainerHandle& c, const std::string& key) {
+    std::string overlay_key = OverlayKey(c, key);
+    auto it = overlay_.find(overlay_key);
+    if (it != overlay_.end()) return it->second;
+    std::string value;
+    auto s = db_->db()->Get(rocksdb::ReadOptions(), c.items, key, &value);
+    if (s.IsNotFound()) return Value();
+    if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "read before write");
+    return Value(std::move(value));
+  }
+
+  void Remember(const ContainerHandle& c, const std::string& key, Value value) {
+    std::string overlay_key = OverlayKey(c, key);
+    auto it = overlay_.find(overlay_key);
+    undo_.emplace_back(overlay_key,
+                       it == overlay_.end() ? std::nullopt : std::optional<Value>(it->second));
+    overlay_[overlay_key] = std::move(value);
+  }
+
+  static std::string OverlayKey(const ContainerHandle& c, const std::string& key) {
+    std::string k = c.spec.name;
+    k.push_back('\0');
+    k += key;
+    return k;
+  }
+
+  Status Apply(const ContainerHandle& c, const std::string& pk, const WriteOp& op, OpResult* out) {
+    std::string id = op.id;
+    if (op.item) {
+      if (id.empty()) id = op.item->id;
+      if (id != op.item->id) {
+        return Status(ErrorCode::kInvalidId,
+                      "op id '" + id + "' differs from the body's id '" + op.item->id + "'");
+      }
+      if (op.item->partition_key != pk) {
+        return Status(ErrorCode::kPartitionKeyMismatch,
+                      "the item's partition key '" + op.item->partition_key +
+                          "' differs from the request's ('" + pk + "')");
+      }
+    } else if (op.kind == WriteOpKind::kCreate || op.kind == WriteOpKind::kUpsert ||
+               op.kind == WriteOpKind::kReplace) {
+      return Status(ErrorCode::kInvalidItem, "the operation needs an item body");
+    }
+    if (Status s = ValidateId(id); !s.ok()) return s;
+
+    const std::string key = kf::ItemKey(pk, id);
+    auto current = Lookup(c, key);
+    if (!current.ok()) return current.status();
+    Lsn current_lsn = 0;
+    std::string_view current_json;
+    if (*current && !kf::DecodeItemValue(**current, &current_lsn, &current_json)) {
+      return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
+    }
+    const bool exists = current->has_value();
+
+    if (op.if_match) {
+      if (!exists) {
+        return Status(ErrorCode::kPreconditionFailed,
+                      "item '" + id + "' does not exist, so If-Match cannot hold");
+      }
+      if (!EtagMatches(*op.if_match, current_lsn)) {
+        return Status(ErrorCode::kPreconditionFailed,
+                      "item '" + id + "' has etag " + Etag(current_lsn) + ", not " + *op.if_match);
+      }
+    }
+
+    std::string body_json;  // the new version without system properties
+    std::vector<std::optional<std::string>> new_index_values;
+    switch (op.kind) {
+      case WriteOpKind::kCreate:
+        if (exists) return Status(ErrorCode::kConflict, "item '" + id + "' already exists");
+        [[fallthrough]];
+      case WriteOpKind::kUpsert:
+        body_json = op.item->body_json;
+        new_index_values = op.item->index_values;
+        out->http_status = exists ? 200 : 201;
+        break;
+      case WriteOpKind::kReplace:
+        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
+        body_json = op.item->body_json;
+        new_index_values = op.item->index_values;
+        out->http_status = 200;
+        break;
+      case WriteOpKind::kDelete:
+        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
+        out->http_status = 204;
+        break;
+      case WriteOpKind::kPatch: {
+        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
+        boost::system::error_code ec;
+        boost::json::value item = boost::json::parse(current_json, ec);
+        if (ec || !item.is_object()) {
+          return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
+        }
+        StripSystemProperties(item.as_object());
+        if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
+        body_json = boost::json::serialize(item);
+        if (body_json.size() > options_.max_item_bytes) {
+          return Status(ErrorCode::kPayloadTooLarge,
+                        "the patched item would be " + std::to_string(body_json.size()) +
+                            " bytes; the limit is " + std::to_string(options_.max_item_bytes));
+        }
+        new_index_values = ExtractIndexValues(c.spec, item);
+        out->http_status = 200;
+        break;
+      }
+      case WriteOpKind::kRead:
+        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
+        out->http_status = 200;
+        out->item_json.assign(current_json);
+        return Status::Ok();
+    }
+
+    const Lsn lsn = next_lsn_++;
+    const bool is_delete = op.kind == WriteOpKind::kDelete;
+    std::optional<std::string> after;
+    if (!is_delete) after = WithSystemProperties(body_json, lsn, ts_ms_);
+
+    // Secondary indexes: remove entries of the old version, add the new ones.
+    if (!c.indexes.empty()) {
+      std::vector<std::optional<std::string>> old_index_values(c.indexes.size());
+      if (exists) {
+        boost::system::error_code ec;
+        boost::json::value old_item = boost::json::parse(current_json, ec);
+        if (ec) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
+        old_index_values = ExtractIndexValues(c.spec, old_item);
+      }
+      if (is_delete) new_index_values.assign(c.indexes.size(), std::nullopt);
+      for (size_t i = 0; i < c.indexes.size(); ++i) {
+        if (old_index_values[i] == new_index_values[i]) continue;
+        if (old_index_values[i]) {
+          batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_index_values[i], pk, id));
+        }
+        if (new_index_values[i]) {
+          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_index_values[i], pk, id), "");
+        }
+      }
+    }
+
+    ChangeOp change_op =
+        is_delete ? ChangeOp::kDelete : (exists ? ChangeOp::kReplace : ChangeOp::kCreate);
+    std::optional<std::string_view> before;
+    if (exists && options_.before_images) before = current_json;
+    std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, before,
+                                    after ? std::optional<std::string_view>(*after) : std::nullopt);
+    batch_.Put(db_->feed(), kf::FeedKey(lsn),
+               kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope));
+
+    if (is_delete) {
+      batch_.Delete(c.items, key);
+      Remember(c, key, std::nullopt);
+    } else {
+      std::string stored = kf::ItemValue(lsn, *after);
+      batch_.Put(c.items, key, stored);
+      Remember(c, key, std::move(stored));
+      out->item_json = std::move(*after);
+    }
+    out->lsn = lsn;
+    return Status::Ok();
+  }
+
+  RocksDatabase* const db_;
+  const StoreOptions& options_;
+  Lsn next_lsn_;
+  const uint64_t ts_ms_;
+  rocksdb::WriteBatch batch_;
+  std::unordered_map<std::string, Value> overlay_;
+  std::vector<std::pair<std::string, std::optional<Value>>> undo_;
+};
+
+CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn)
+    : db_(db), options_(options), head_(head_lsn) {}
+
+CommitPipeline::~CommitPipeline() { Stop(); }
+
+void CommitPipeline::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void CommitPipeline::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CommitPipeline::Submit(WriteRequest request, WriteCallback done) {
+  Status refused;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) {
+      refused = Status(ErrorCode::kUnavailable, "the store is shutting down");
+    } else if (!failure_.ok()) {
+      refused = Status(ErrorCode::kUnavailable,
+                       "the store refuses writes after a storage failure: " + failure_.message());
+    } else {
+      queue_.push_back({std::move(request), std::move(done)});
+    }
+  }
+  if (!refused.ok()) {
+    WriteResult result;
+    result.status = std::move(refused);
+    done(std::move(result));
+    return;
+  }
+  wake_.notify_one();
+}
+
+Status CommitPipeline::health() const {
+  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
+  return failure_;
+}
+
+uint64_t CommitPipeline::OnHeadReached(Lsn lsn, std::function<void()> fn) {
+  std::unique_lock<std::mutex> lock(watch_mutex_);
+  uint64_t token = next_token_++;
+  if (head() >= lsn) {
+    lock.unlock();
+    fn();
+    return token;
+  }
+  watchers_.emplace(lsn, std::make_pair(token, std::move(fn)));
+  return token;
+}
+
+void CommitPipeline::CancelHeadWatch(uint64_t token) {
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
+    if (it->second.first == token) {
+      watchers_.erase(it);
+      return;
+    }
+  }
+}
+
+void CommitPipeline::PublishHead(Lsn head) {
+  std::vector<std::function<void()>> ready;
+  {
+    // Under watch_mutex_ so OnHeadReached() cannot miss this advance.
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    head_.store(head, std::memory_order_release);
+    auto end = watchers_.upper_bound(head);
+    for (auto it = watchers_.begin(); it != end; ++it)
+      ready.push_back(std::move(it->second.second));
+    watchers_.erase(watchers_.begin(), end);
+  }
+  for (auto& fn : ready) fn();
+}
+
+void CommitPipeline::Run() {
+  std::vector<Pending> group;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything is committed
+      size_t bytes = 0;
+      while (!queue_.empty() && group.size() < options_.max_group_requests &&
+             (group.empty() || bytes < options_.max_group_bytes)) {
+        for (const auto& op : queue_.front().request.ops) {
+          bytes += op.item ? op.item->body_json.size() : 256;
+        }
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    CommitGroup(group);
+    group.clear();
+  }
+}
+
+void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
+  Status failed = health();
+  std::vector<WriteResult> results(group.size());
+  if (!failed.ok()) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      results[i].status = Status(ErrorCode::kUnavailable, failed.message());
+      group[i].done(std::move(results[i]));
+    }
+    return;
+  }
+
+  last_ts_ms_ = std::max(last_ts_ms_, options_.clock->NowMillis());
+  const Lsn first = head() + 1;
+  GroupBuilder builder(db_, options_, first, last_ts_ms_);
+  size_t committed_requests = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    results[i] = builder.Add(group[i].request);
+    if (results[i].status.ok()) ++committed_requests;
+  }
+
+  const Lsn last = builder.next_lsn() - 1;
+  if (last >= first) {
+    builder.batch()->Put(db_->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(last));
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.sync;
+    rocksdb::Status s = db_->db()->Write(wo, builder.batch());
+    if (!s.ok()) {
+      Status failure = FromRocks(s, ErrorCode::kUnavailable, "write to RocksDB failed");
+      FEEDD_LOG(kError, "storage")
+          << failure.message() << "; refusing further writes until restart";
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure_ = failure;
+      }
+      for (size_t i = 0; i < group.size(); ++i) {
+        WriteResult r;
+        r.status = failure;
+        group[i].done(std::move(r));
+      }
+      return;
+    }
+    changes_committed_ += last - first + 1;
+    PublishHead(last);
+  }
+  ++groups_committed_;
+  requests_committed_ += committed_requests;
+  for (size_t i = 0; i < group.size(); ++i) group[i].done(std::move(results[i]));
+}
+
+}  // namespace feedd

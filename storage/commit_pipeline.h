@@ -1,0 +1,99 @@
+// CommitPipeline: the single commit thread of the storage engine.
+//
+// Operation
+//   Submit() queues a WriteRequest. The commit thread takes every queued
+//   request (up to the group bounds), evaluates them in order against the
+//   current state (RocksDB plus the effects of the earlier requests of the
+//   same group), assigns consecutive LSNs to their mutations, and writes the
+//   whole group - items, index entries, change records and the head LSN - as
+//   one RocksDB WriteBatch, synced when StoreOptions::sync is set. A request
+//   that fails is rolled back to a WriteBatch save point and takes no LSN.
+//   Only after the write returns does the head LSN advance, head watchers
+//   fire and callbacks run: acknowledged means durable, and readers of the
+//   feed up to the head never see a gap.
+//
+//   If RocksDB refuses a write, every request of that group fails and the
+//   pipeline stays failed (later writes: `unavailable`) until restart, so an
+//   LSN is never handed out twice.
+//
+// Concurrency
+//   Submit(), head(), OnHeadReached(), CancelHeadWatch() and Stats() are
+//   thread-safe. Callbacks run on the commit thread.
+//
+// Ownership
+//   Borrows the RocksDatabase, which must outlive it. Internal to storage/.
+#pragma once
+
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "storage/rocks_database.h"
+#include "storage/store_options.h"
+#include "storage/write_request.h"
+
+namespace feedd {
+
+class CommitPipeline {
+ public:
+  CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn);
+  ~CommitPipeline();
+
+  void Start();
+  // Commits everything queued, then stops the thread. Later Submit()s fail
+  // with `unavailable`. Idempotent.
+  void Stop();
+
+  void Submit(WriteRequest request, WriteCallback done);
+
+  Lsn head() const { return head_.load(std::memory_order_acquire); }
+  uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
+  void CancelHeadWatch(uint64_t token);
+
+  // OK unless a RocksDB write failed.
+  Status health() const;
+  uint64_t groups_committed() const { return groups_committed_.load(); }
+  uint64_t requests_committed() const { return requests_committed_.load(); }
+  uint64_t changes_committed() const { return changes_committed_.load(); }
+
+ private:
+  struct Pending {
+    WriteRequest request;
+    WriteCallback done;
+  };
+  class GroupBuilder;
+
+  void Run();
+  void CommitGroup(std::vector<Pending>& group);
+  void PublishHead(Lsn head);
+
+  RocksDatabase* const db_;
+  const StoreOptions options_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+
+  std::atomic<Lsn> head_;
+  uint64_t last_ts_ms_ = 0;  // commit thread only
+  Status failure_;           // guarded by mutex_
+
+  std::mutex watch_mutex_;
+  uint64_t next_token_ = 1;
+  std::multimap<Lsn, std::pair<uint64_t, std::function<void()>>> watchers_;
+
+  std::atomic<uint64_t> groups_committed_{0};
+  std::atomic<uint64_t> requests_committed_{0};
+  std::atomic<uint64_t> changes_committed_{0};
+};
+
+}  // namespace feedd

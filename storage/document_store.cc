@@ -1,0 +1,169 @@
+#include "storage/document_store.h"
+
+#include <future>
+
+#include "storage/change_feed.h"
+#include "storage/commit_pipeline.h"
+#include "storage/key_format.h"
+#include "storage/query_engine.h"
+#include "storage/rocks_database.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+class RocksDocumentStore final : public DocumentStore {
+ public:
+  RocksDocumentStore(const StoreOptions& options, std::unique_ptr<RocksDatabase> db)
+      : options_(options),
+        db_(std::move(db)),
+        pipeline_(db_.get(), options_, db_->stored_head_lsn()),
+        feed_(db_.get(), options_, [this] { return pipeline_.head(); }),
+        queries_(db_.get()) {
+    for (const auto& c : db_->containers()) specs_.push_back(c.spec);
+  }
+
+  ~RocksDocumentStore() override { Close(); }
+
+  Status Start() {
+    if (Status s = feed_.Load(); !s.ok()) return s;
+    pipeline_.Start();
+    feed_.Start();
+    return Status::Ok();
+  }
+
+  const std::vector<ContainerSpec>& containers() const override { return specs_; }
+
+  const ContainerSpec* FindContainer(std::string_view name) const override {
+    const ContainerHandle* c = db_->Find(name);
+    return c ? &c->spec : nullptr;
+  }
+
+  const StoreOptions& options() const override { return options_; }
+
+  Status Read(std::string_view container, std::string_view partition_key, std::string_view id,
+              std::string* item_json) const override {
+    const ContainerHandle* c = db_->Find(container);
+    if (c == nullptr) return ContainerNotFound(container);
+    std::string value;
+    auto s = db_->db()->Get(rocksdb::ReadOptions(), c->items,
+                            key_format::ItemKey(partition_key, id), &value);
+    if (s.IsNotFound()) {
+      return Status(ErrorCode::kNotFound, "item '" + std::string(id) + "' does not exist");
+    }
+    if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "read");
+    uint64_t lsn;
+    std::string_view json;
+    if (!key_format::DecodeItemValue(value, &lsn, &json)) {
+      return Status(ErrorCode::kStorageError, "corrupt stored item");
+    }
+    item_json->assign(json);
+    return Status::Ok();
+  }
+
+  Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const override {
+    const ContainerHandle* c = db_->Find(container);
+    if (c == nullptr) return ContainerNotFound(container);
+    return queries_.Run(*c, spec);
+  }
+
+  void Submit(WriteRequest request, WriteCallback done) override {
+    pipeline_.Submit(std::move(request), std::move(done));
+  }
+
+  Lsn HeadLsn() const override { return pipeline_.head(); }
+  Lsn OldestRetainedLsn() const override { return feed_.oldest_retained(); }
+  Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const override {
+    return feed_.Read(spec, page);
+  }
+  uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn) override {
+    return pipeline_.OnHeadReached(lsn, std::move(fn));
+  }
+  void CancelHeadWatch(uint64_t token) override { pipeline_.CancelHeadWatch(token); }
+
+  Status RegisterConsumer(const std::string& name, Lsn acked) override {
+    return feed_.RegisterConsumer(name, acked);
+  }
+  Status AckConsumer(const std::string& name, Lsn acked) override {
+    return feed_.AckConsumer(name, acked);
+  }
+  Status UnregisterConsumer(const std::string& name) override {
+    return feed_.UnregisterConsumer(name);
+  }
+  std::vector<ConsumerWatermark> Consumers() const override { return feed_.Consumers(); }
+  Status EnforceRetention() override { return feed_.EnforceRetention(); }
+
+  Status Health() const override {
+    if (closed_) return Status(ErrorCode::kUnavailable, "the store is closed");
+    if (Status s = pipeline_.health(); !s.ok()) return s;
+    std::string bg_error;
+    uint64_t value = 0;
+    if (db_->db()->GetIntProperty("rocksdb.background-errors", &value) && value > 0) {
+      return Status(ErrorCode::kUnavailable,
+                    "RocksDB reported " + std::to_string(value) + " background errors");
+    }
+    return Status::Ok();
+  }
+
+  StoreStats Stats() const override {
+    StoreStats stats;
+    stats.head_lsn = pipeline_.head();
+    stats.oldest_retained_lsn = feed_.oldest_retained();
+    stats.groups_committed = pipeline_.groups_committed();
+    stats.requests_committed = pipeline_.requests_committed();
+    stats.changes_committed = pipeline_.changes_committed();
+    return stats;
+  }
+
+  void Close() override {
+    std::lock_guard<std::mutex> lock(close_mutex_);
+    if (closed_) return;
+    pipeline_.Stop();
+    feed_.Stop();
+    rocksdb::FlushOptions fo;
+    if (auto s = db_->db()->Flush(fo, db_->db()->DefaultColumnFamily()); !s.ok()) {
+      FEEDD_LOG(kWarning, "storage") << "flush on close: " << s.ToString();
+    }
+    if (auto s = db_->db()->FlushWAL(true); !s.ok()) {
+      FEEDD_LOG(kWarning, "storage") << "WAL sync on close: " << s.ToString();
+    }
+    closed_ = true;
+    FEEDD_LOG(kInfo, "storage") << "closed at LSN " << pipeline_.head();
+  }
+
+ private:
+  static Status ContainerNotFound(std::string_view name) {
+    return Status(ErrorCode::kContainerNotFound,
+                  "container '" + std::string(name) + "' does not exist");
+  }
+
+  const StoreOptions options_;
+  std::unique_ptr<RocksDatabase> db_;
+  std::vector<ContainerSpec> specs_;
+  CommitPipeline pipeline_;
+  ChangeFeed feed_;
+  QueryEngine queries_;
+  std::mutex close_mutex_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const StoreOptions& options) {
+  auto db = RocksDatabase::Open(options);
+  if (!db.ok()) return db.status();
+  auto store = std::make_unique<RocksDocumentStore>(options, std::move(*db));
+  if (Status s = store->Start(); !s.ok()) return s;
+  FEEDD_LOG(kInfo, "storage") << "opened " << options.data_dir << " at LSN " << store->HeadLsn()
+                              << " (sync=" << (options.sync ? "on" : "off") << ")";
+  return std::unique_ptr<DocumentStore>(std::move(store));
+}
+
+WriteResult DocumentStore::Write(WriteRequest request) {
+  std::promise<WriteResult> promise;
+  auto future = promise.get_future();
+  Submit(std::move(request), [&promise](WriteResult r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+}  // namespace feedd

@@ -1,0 +1,103 @@
+#include "storage/prepared_item.h"
+
+#include <boost/json.hpp>
+
+#include "storage/json_pointer.h"
+#include "storage/key_format.h"
+
+namespace feedd {
+
+inline constexpr size_t kMaxIdBytes = 255;
+inline constexpr size_t kMaxPartitionKeyBytes = 2048;
+
+Status ValidateId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxIdBytes) {
+    return Status(ErrorCode::kInvalidId, "id must be 1-255 bytes long");
+  }
+  for (unsigned char c : id) {
+    if (c < 0x20 || c == 0x7f) {
+      return Status(ErrorCode::kInvalidId, "id must not contain control characters");
+    }
+    if (c == '/' || c == '\\' || c == '?' || c == '#') {
+      return Status(ErrorCode::kInvalidId, "id must not contain '/', '\\', '?' or '#'");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidatePartitionKeyValue(std::string_view pk) {
+  if (pk.empty() || pk.size() > kMaxPartitionKeyBytes) {
+    return Status(ErrorCode::kInvalidPartitionKey, "partition key must be 1-2048 bytes long");
+  }
+  return Status::Ok();
+}
+
+void StripSystemProperties(boost::json::object& body) {
+  for (auto it = body.begin(); it != body.end();) {
+    if (!it->key().empty() && it->key()[0] == '_') {
+      it = body.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& spec,
+                                                           const boost::json::value& item) {
+  std::vector<std::optional<std::string>> values;
+  values.reserve(spec.index_paths.size());
+  for (const auto& path : spec.index_paths) {
+    auto pointer = JsonPointer::Parse(path);
+    const boost::json::value* v = pointer.ok() ? pointer->Find(item) : nullptr;
+    values.push_back(v ? key_format::EncodeIndexValue(*v) : std::nullopt);
+  }
+  return values;
+}
+
+Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
+                                 std::optional<std::string_view> expected_pk,
+                                 std::optional<std::string_view> expected_id,
+                                 size_t max_item_bytes) {
+  PreparedItem item;
+  const boost::json::value* id = body.if_contains("id");
+  if (id == nullptr) return Status(ErrorCode::kInvalidId, "the item has no 'id'");
+  if (!id->is_string()) return Status(ErrorCode::kInvalidId, "'id' must be a string");
+  item.id.assign(id->get_string().data(), id->get_string().size());
+  if (Status s = ValidateId(item.id); !s.ok()) return s;
+  if (expected_id && *expected_id != item.id) {
+    return Status(ErrorCode::kInvalidId,
+                  "the body's id '" + item.id + "' differs from the id in the path");
+  }
+
+  StripSystemProperties(body);
+  boost::json::value root(std::move(body));
+  auto pointer = JsonPointer::Parse(spec.partition_key_path);
+  if (!pointer.ok()) return pointer.status();
+  const boost::json::value* pk = pointer->Find(root);
+  if (pk == nullptr) {
+    return Status(ErrorCode::kInvalidPartitionKey,
+                  "the item has no partition key at " + spec.partition_key_path);
+  }
+  if (!pk->is_string()) {
+    return Status(ErrorCode::kInvalidPartitionKey,
+                  "the partition key at " + spec.partition_key_path + " must be a string");
+  }
+  item.partition_key.assign(pk->get_string().data(), pk->get_string().size());
+  if (Status s = ValidatePartitionKeyValue(item.partition_key); !s.ok()) return s;
+  if (expected_pk && *expected_pk != item.partition_key) {
+    return Status(ErrorCode::kPartitionKeyMismatch,
+                  "the partition key in the body ('" + item.partition_key +
+                      "') differs from the one in the path ('" + std::string(*expected_pk) + "')");
+  }
+
+  item.index_values = ExtractIndexValues(spec, root);
+  item.body_json = boost::json::serialize(root);
+  if (item.body_json.size() > max_item_bytes) {
+    return Status(ErrorCode::kPayloadTooLarge,
+                  "the item is " + std::to_string(item.body_json.size()) + " bytes; the limit is " +
+                      std::to_string(max_item_bytes));
+  }
+  return item;
+}
+
+}  // namespace feedd

@@ -1,0 +1,251 @@
+#include "storage/rocks_database.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "storage/key_format.h"
+#include "storage/prepared_item.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+namespace kf = key_format;
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+Status FromRocks(const rocksdb::Status& s, ErrorCode code, std::string_view what) {
+  return Status(code, std::string(what) + ": " + s.ToString());
+}
+
+RocksDatabase::~RocksDatabase() {
+  if (db_) {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+    db_->Close();
+  }
+}
+
+const ContainerHandle* RocksDatabase::Find(std::string_view name) const {
+  for (const auto& c : containers_) {
+    if (c.spec.name == name) return &c;
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& options) {
+  for (const auto& spec : options.containers) {
+    if (Status s = ValidateContainerSpec(spec); !s.ok()) return s;
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.IncreaseParallelism(2);
+  db_options.max_total_wal_size = 512ull << 20;
+  db_options.keep_log_file_num = 5;
+
+  auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  auto make_cf_options = [&](bool bloom) {
+    rocksdb::ColumnFamilyOptions cf;
+    cf.write_buffer_size = options.write_buffer_bytes;
+    cf.level_compaction_dynamic_level_bytes = true;
+    cf.compression = rocksdb::kLZ4Compression;
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = cache;
+    table.cache_index_and_filter_blocks = true;
+    table.pin_l0_filter_and_index_blocks_in_cache = true;
+    if (bloom) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    return cf;
+  };
+
+  std::vector<std::string> existing;
+  rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(db_options, options.data_dir, &existing);
+  if (!ls.ok()) existing.clear();  // a new database
+
+  // Families to open: everything that exists plus everything configured.
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName,
+                                    std::string(kf::kFeedColumnFamily)};
+  for (const auto& spec : options.containers) {
+    names.push_back(kf::ItemsColumnFamily(spec.name));
+    for (const auto& path : spec.index_paths)
+      names.push_back(kf::IndexColumnFamily(spec.name, path));
+  }
+  for (const auto& name : existing) {
+    if (!Contains(names, name)) names.push_back(name);
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const auto& name : names) {
+    bool items = name.rfind("items.", 0) == 0;
+    descriptors.emplace_back(name, make_cf_options(items));
+  }
+
+  std::unique_ptr<RocksDatabase> database(new RocksDatabase());
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::Options(db_options, make_cf_options(false)),
+                                        options.data_dir, descriptors, &database->handles_, &raw);
+  if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "cannot open " + options.data_dir);
+  database->db_.reset(raw);
+
+  auto handle = [&](const std::string& name) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return database->handles_[i];
+    }
+    return static_cast<rocksdb::ColumnFamilyHandle*>(nullptr);
+  };
+  database->feed_ = handle(std::string(kf::kFeedColumnFamily));
+  for (const auto& spec : options.containers) {
+    ContainerHandle c;
+    c.spec = spec;
+    c.partition_key_pointer = *JsonPointer::Parse(spec.partition_key_path);
+    c.items = handle(kf::ItemsColumnFamily(spec.name));
+    for (const auto& path : spec.index_paths) {
+      c.indexes.push_back(
+          {path, *JsonPointer::Parse(path), handle(kf::IndexColumnFamily(spec.name, path))});
+    }
+    database->containers_.push_back(std::move(c));
+  }
+
+  if (Status st = database->CheckAndRecordContainers(names); !st.ok()) return st;
+  // Drop index families that are no longer configured.
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    bool configured = name == rocksdb::kDefaultColumnFamilyName || name == kf::kFeedColumnFamily;
+    for (const auto& c : database->containers_) {
+      if (name == kf::ItemsColumnFamily(c.spec.name)) configured = true;
+      for (const auto& idx : c.indexes) {
+        if (name == kf::IndexColumnFamily(c.spec.name, idx.path)) configured = true;
+      }
+    }
+    if (configured || name.rfind("index.", 0) != 0) continue;
+    FEEDD_LOG(kWarning, "storage") << "dropping index " << name << ": no longer configured";
+    if (auto ds = database->db_->DropColumnFamily(database->handles_[i]); !ds.ok()) {
+      return FromRocks(ds, ErrorCode::kStorageError, "cannot drop " + name);
+    }
+    std::string prefix = name.substr(6);  // "<container>.<path>"
+    size_t dot = prefix.find('.');
+    if (dot != std::string::npos) {
+      database->db_->Delete(rocksdb::WriteOptions(),
+                            kf::MetaIndexBuiltKey(prefix.substr(0, dot), prefix.substr(dot + 1)));
+    }
+  }
+  if (Status st = database->BuildMissingIndexes(); !st.ok()) return st;
+  if (Status st = database->LoadFeedMetadata(); !st.ok()) return st;
+  return database;
+}
+
+Status RocksDatabase::CheckAndRecordContainers(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].rfind("items.", 0) != 0) continue;
+    std::string container = names[i].substr(6);
+    if (Find(container) != nullptr) continue;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[i]));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      std::string path;
+      db_->Get(rocksdb::ReadOptions(), kf::MetaContainerKey(container), &path);
+      return Status(ErrorCode::kInvalidRequest,
+                    "container '" + container + "' (partition key " + path +
+                        ") holds items but is not declared in the configuration; declare it "
+                        "again rather than hide its data");
+    }
+  }
+  rocksdb::WriteBatch batch;
+  for (const auto& c : containers_) {
+    std::string stored;
+    auto s = db_->Get(rocksdb::ReadOptions(), kf::MetaContainerKey(c.spec.name), &stored);
+    if (s.ok() && stored != c.spec.partition_key_path) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "container '" + c.spec.name + "' was created with partition key path " +
+                        stored + "; the configuration says " + c.spec.partition_key_path +
+                        ". A partition key path cannot change: restore it or use a new container");
+    }
+    if (!s.ok() && !s.IsNotFound()) return FromRocks(s, ErrorCode::kStorageError, "read metadata");
+    batch.Put(kf::MetaContainerKey(c.spec.name), c.spec.partition_key_path);
+  }
+  batch.Put(kf::kMetaFormatVersion, kf::kFormatVersion);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  auto s = db_->Write(wo, &batch);
+  return s.ok() ? Status::Ok() : FromRocks(s, ErrorCode::kStorageError, "write metadata");
+}
+
+Status RocksDatabase::BuildMissingIndexes() {
+  for (const auto& c : containers_) {
+    for (const auto& idx : c.indexes) {
+      std::string built;
+      std::string meta_key = kf::MetaIndexBuiltKey(c.spec.name, idx.path);
+      if (db_->Get(rocksdb::ReadOptions(), meta_key, &built).ok()) continue;
+      FEEDD_LOG(kInfo, "storage") << "building index " << idx.path << " of " << c.spec.name;
+      ContainerSpec one = c.spec;
+      one.index_paths = {idx.path};
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), c.items));
+      rocksdb::WriteBatch batch;
+      uint64_t entries = 0;
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        std::string_view pk, id, json;
+        uint64_t lsn;
+        if (!kf::DecodeItemKey(it->key().ToStringView(), &pk, &id) ||
+            !kf::DecodeItemValue(it->value().ToStringView(), &lsn, &json)) {
+          return Status(ErrorCode::kStorageError, "corrupt item in " + c.spec.name);
+        }
+        boost::system::error_code ec;
+        boost::json::value item = boost::json::parse(json, ec);
+        if (ec) return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c.spec.name);
+        auto values = ExtractIndexValues(one, item);
+        if (!values[0]) continue;
+        batch.Put(idx.cf, kf::IndexKey(*values[0], pk, id), "");
+        if (++entries % 1000 == 0) {
+          if (auto s = db_->Write(rocksdb::WriteOptions(), &batch); !s.ok()) {
+            return FromRocks(s, ErrorCode::kStorageError, "build index");
+          }
+          batch.Clear();
+        }
+      }
+      if (!it->status().ok())
+        return FromRocks(it->status(), ErrorCode::kStorageError, "build index");
+      batch.Put(meta_key, "1");
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      if (auto s = db_->Write(wo, &batch); !s.ok()) {
+        return FromRocks(s, ErrorCode::kStorageError, "build index");
+      }
+      FEEDD_LOG(kInfo, "storage") << "index " << idx.path << " of " << c.spec.name << " built ("
+                                  << entries << " entries)";
+    }
+  }
+  return Status::Ok();
+}
+
+Status RocksDatabase::LoadFeedMetadata() {
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), kf::kMetaHeadLsn, &value);
+  std::string_view view = value;
+  if (s.ok() && !kf::GetU64(&view, &stored_head_lsn_)) {
+    return Status(ErrorCode::kStorageError, "corrupt head_lsn metadata");
+  }
+  s = db_->Get(rocksdb::ReadOptions(), kf::kMetaFeedTruncatedBefore, &value);
+  view = value;
+  if (s.ok() && !kf::GetU64(&view, &stored_truncated_before_)) {
+    return Status(ErrorCode::kStorageError, "corrupt feed_truncated_before metadata");
+  }
+  // The feed's last record is authoritative if it is ahead of the metadata.
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), feed_));
+  it->SeekToLast();
+  uint64_t last = 0;
+  if (it->Valid() && kf::DecodeFeedKey(it->key().ToStringView(), &last)) {
+    stored_head_lsn_ = std::max(stored_head_lsn_, last);
+  }
+  return Status::Ok();
+}
+
+}  // namespace feedd

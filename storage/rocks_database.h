@@ -1,0 +1,70 @@
+// RocksDatabase: the opened RocksDB instance with one handle per column
+// family of docs/storage-format.md, and the open-time checks and index
+// builds that keep the database consistent with the configuration.
+//
+// Thread-safety: immutable after Open(); rocksdb::DB is thread-safe.
+// Ownership: owns the DB and its column-family handles; closes them on
+// destruction. Internal to storage/.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/container_spec.h"
+#include "storage/json_pointer.h"
+#include "storage/store_options.h"
+#include "util/status.h"
+
+namespace feedd {
+
+struct IndexHandle {
+  std::string path;
+  JsonPointer pointer;
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+};
+
+struct ContainerHandle {
+  ContainerSpec spec;
+  JsonPointer partition_key_pointer;
+  rocksdb::ColumnFamilyHandle* items = nullptr;
+  std::vector<IndexHandle> indexes;  // in spec.index_paths order
+};
+
+class RocksDatabase {
+ public:
+  static Result<std::unique_ptr<RocksDatabase>> Open(const StoreOptions& options);
+  ~RocksDatabase();
+
+  rocksdb::DB* db() const { return db_.get(); }
+  rocksdb::ColumnFamilyHandle* meta() const { return db_->DefaultColumnFamily(); }
+  rocksdb::ColumnFamilyHandle* feed() const { return feed_; }
+  const std::vector<ContainerHandle>& containers() const { return containers_; }
+  const ContainerHandle* Find(std::string_view name) const;
+
+  // The head LSN and feed truncation point recorded in the metadata.
+  uint64_t stored_head_lsn() const { return stored_head_lsn_; }
+  uint64_t stored_truncated_before() const { return stored_truncated_before_; }
+
+ private:
+  RocksDatabase() = default;
+  // `names` are the opened families, in handles_ order.
+  Status CheckAndRecordContainers(const std::vector<std::string>& names);
+  Status BuildMissingIndexes();
+  Status LoadFeedMetadata();
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* feed_ = nullptr;
+  std::vector<ContainerHandle> containers_;
+  uint64_t stored_head_lsn_ = 0;
+  uint64_t stored_truncated_before_ = 1;
+};
+
+// rocksdb::Status -> feedd Status with `code` and a message naming `what`.
+Status FromRocks(const rocksdb::Status& s, ErrorCode code, std::string_view what);
+
+}  // namespace feedd
