@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages feedd needs to build, run and test, and only
+# those that are missing. Idempotent; needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  g++ cmake ninja-build pkg-config
+  libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
+  librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev
+  libgtest-dev libgmock-dev
+  # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
+  python3 python3-kafka kcat wrk nginx-light
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
