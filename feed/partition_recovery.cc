@@ -1,0 +1,86 @@
+#include "feed/partition_recovery.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <charconv>
+#include <utility>
+
+namespace feedd {
+
+Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::string>& properties,
+                                             const std::map<std::string, int>& partitions,
+                                             uint64_t after_lsn, int64_t max_per_partition,
+                                             std::chrono::milliseconds timeout) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [key, value] : properties) {
+    // Producer-only properties do not apply to a consumer: skip what it rejects.
+    rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof(err));
+  }
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  rd_kafka_conf_set(conf, "fetch.wait.max.ms", "10", err, sizeof(err));
+  rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  if (consumer == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status(ErrorCode::kUnavailable, std::string("recovery consumer: ") + err);
+  }
+
+  std::set<uint64_t> lsns;
+  std::map<std::pair<std::string, int>, int64_t> end_offsets;  // partitions still to read
+  rd_kafka_topic_partition_list_t* assignment = rd_kafka_topic_partition_list_new(8);
+  Status status;
+  for (const auto& [topic, count] : partitions) {
+    for (int p = 0; p < count && status.ok(); ++p) {
+      int64_t low = 0, high = 0;
+      rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+          consumer, topic.c_str(), p, &low, &high, static_cast<int>(timeout.count()));
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        status =
+            Status(ErrorCode::kUnavailable,
+                   "watermarks of " + topic + "/" + std::to_string(p) + ": " + rd_kafka_err2str(e));
+      } else if (high > low) {
+        rd_kafka_topic_partition_list_add(assignment, topic.c_str(), p)->offset =
+            std::max(low, high - max_per_partition);
+        end_offsets[{topic, p}] = high;
+      }
+    }
+  }
+  if (status.ok() && !end_offsets.empty()) {
+    rd_kafka_assign(consumer, assignment);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!end_offsets.empty() && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer, 50);
+      if (msg == nullptr) continue;
+      if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_headers_t* headers = nullptr;
+        const void* value = nullptr;
+        size_t size = 0;
+        if (rd_kafka_message_headers(msg, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            rd_kafka_header_get_last(headers, "feedd-lsn", &value, &size) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR) {
+          const char* text = static_cast<const char*>(value);
+          uint64_t lsn = 0;
+          if (std::from_chars(text, text + size, lsn).ec == std::errc() && lsn > after_lsn) {
+            lsns.insert(lsn);
+          }
+        }
+        auto it = end_offsets.find({rd_kafka_topic_name(msg->rkt), msg->partition});
+        if (it != end_offsets.end() && msg->offset + 1 >= it->second) end_offsets.erase(it);
+      }
+      rd_kafka_message_destroy(msg);
+    }
+    if (!end_offsets.empty()) {
+      status = Status(ErrorCode::kUnavailable, "could not read the tail of " +
+                                                   std::to_string(end_offsets.size()) +
+                                                   " partition(s) in time");
+    }
+    rd_kafka_assign(consumer, nullptr);
+  }
+  rd_kafka_topic_partition_list_destroy(assignment);
+  rd_kafka_consumer_close(consumer);
+  rd_kafka_destroy(consumer);
+  if (!status.ok()) return status;
+  return lsns;
+}
+
+}  // namespace feedd

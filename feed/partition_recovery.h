@@ -1,0 +1,30 @@
+// ReadPublishedLsns: the LSNs (feedd-lsn header) above a checkpoint found in
+// the tail of every partition of the given topics, read with a short-lived
+// consumer (no consumer group, nothing committed). The publisher uses it on
+// start to skip exactly the changes a previous run delivered after its last
+// checkpoint, so a crash between delivery and checkpoint republishes nothing
+// the broker still holds.
+//
+// Thread-safety: free function; creates and destroys its own client.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "util/status.h"
+
+namespace feedd {
+
+// `partitions`: topic -> partition count. `properties`: librdkafka settings
+// (bootstrap.servers, security, ...). At most `max_per_partition` messages
+// are read from the end of each partition: the publisher never has more
+// than that many messages beyond its checkpoint.
+Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::string>& properties,
+                                             const std::map<std::string, int>& partitions,
+                                             uint64_t after_lsn, int64_t max_per_partition,
+                                             std::chrono::milliseconds timeout);
+
+}  // namespace feedd

@@ -1,0 +1,603 @@
+#include "feed/publisher.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "feed/kafka_message.h"
+#include "feed/partition_recovery.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+constexpr size_t kReadBatch = 1000;
+constexpr auto kAckInterval = std::chrono::milliseconds(100);
+constexpr auto kMaxBackoff = std::chrono::seconds(30);
+
+// One change in flight: its messages (1, or 2 with a tombstone) must all be
+// delivered before the checkpoint may pass it.
+struct InFlight {
+  int remaining = 0;
+  bool failed = false;
+  uint64_t ts_ms = 0;
+  size_t bytes = 0;
+};
+
+// The delivery-report opaque of a message is its change's LSN.
+void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
+Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p)); }
+
+}  // namespace
+
+class Publisher::Impl {
+ public:
+  Impl(DocumentStore* store, KafkaOptions options, std::string bootstrap, bool embedded)
+      : store_(store),
+        options_(std::move(options)),
+        bootstrap_(std::move(bootstrap)),
+        embedded_(embedded) {
+    for (const auto& c : store_->containers()) topics_[c.name] = TopicFor(options_, c.name);
+  }
+
+  ~Impl() { Stop(std::chrono::seconds(5)); }
+
+  Status Start() {
+    // The checkpoint: registered once, from the oldest retained change, so a
+    // publisher added to an existing database publishes all of it.
+    Status s = store_->RegisterConsumer(kConsumerName, store_->OldestRetainedLsn() - 1);
+    if (!s.ok()) return s;
+    Lsn start = 0;
+    bool found = false;
+    for (const auto& c : store_->Consumers()) {
+      if (c.name == kConsumerName) {
+        published_ = c.acked;
+        found = true;
+      }
+    }
+    if (!found) return Status(ErrorCode::kInternal, "publisher checkpoint not registered");
+    start = published_;
+    if (embedded_) {
+      // An in-memory broker starts empty: republish what any registered
+      // consumer still needs.
+      for (const auto& c : store_->Consumers()) start = std::min(start, c.acked);
+    }
+    start = std::max(start, store_->OldestRetainedLsn() - 1);
+    published_ = start;
+    next_ = start + 1;
+    acked_to_store_ = start;
+    if (Status cs = CreateProducer(); !cs.ok()) return cs;
+    thread_ = std::thread([this] { Run(); });
+    FEEDD_LOG(kInfo, "kafka") << "publisher starting at LSN " << next_ << " to " << bootstrap_;
+    return Status::Ok();
+  }
+
+  void Stop(std::chrono::milliseconds flush_timeout) {
+    {
+      std::lock_guard<std::mutex> lock(wake_mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+      flush_timeout_ = flush_timeout;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    DestroyProducer();
+    SetState("stopped");
+  }
+
+  PublisherStatus GetStatus() const {
+    PublisherStatus s;
+    {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      s.state = state_;
+      s.last_error = last_error_;
+      s.lag_seconds = 0;
+    }
+    s.bootstrap = bootstrap_;
+    s.connected = connected_.load();
+    s.published_lsn = published_snapshot_.load();
+    s.head_lsn = store_->HeadLsn();
+    s.lag_changes = s.head_lsn > s.published_lsn ? s.head_lsn - s.published_lsn : 0;
+    uint64_t oldest_ts = oldest_unpublished_ts_.load();
+    if (s.lag_changes > 0 && oldest_ts == 0) {
+      // Not read yet: look at the first unpublished change itself.
+      FeedPage page;
+      FeedReadSpec spec;
+      spec.from = s.published_lsn + 1;
+      spec.limit = 1;
+      if (store_->ReadFeed(spec, &page).ok() && !page.records.empty()) {
+        oldest_ts = page.records[0].ts_ms;
+      }
+    }
+    if (s.lag_changes > 0 && oldest_ts > 0) {
+      uint64_t now = Clock::System()->NowMillis();
+      s.lag_seconds = now > oldest_ts ? (now - oldest_ts) / 1000.0 : 0.0;
+    }
+    s.produced = produced_.load();
+    s.delivered = delivered_.load();
+    s.delivery_errors = delivery_errors_.load();
+    s.duplicates_skipped = duplicates_skipped_.load();
+    s.envelopes_shrunk = envelopes_shrunk_.load();
+    s.inflight_messages = inflight_messages_.load();
+    s.inflight_bytes = inflight_bytes_.load();
+    return s;
+  }
+
+  std::map<std::string, std::string> Topics() const { return topics_; }
+
+ private:
+  // ---- producer lifecycle ----
+  std::map<std::string, std::string> ClientProperties() const {
+    std::map<std::string, std::string> props = {
+        {"bootstrap.servers", bootstrap_},
+        {"client.id", "feedd-" + options_.instance_name},
+    };
+    for (const auto& [k, v] : options_.properties) props[k] = v;
+    return props;
+  }
+
+  Status CreateProducer() {
+    std::map<std::string, std::string> props = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"compression.type", "lz4"},
+        {"linger.ms", "1"},
+        {"message.timeout.ms", "0"},        // never give up: the feed is durable
+        {"partitioner", "murmur2_random"},  // the Java client's key hashing
+        {"message.max.bytes",
+         std::to_string(std::max<size_t>(options_.max_envelope_bytes + 65536, 1000000))},
+        {"queue.buffering.max.messages", std::to_string(options_.max_inflight_messages + 1000)},
+        {"queue.buffering.max.kbytes",
+         std::to_string(options_.max_inflight_bytes / 1024 + 64 * 1024)},
+        {"reconnect.backoff.ms", "100"},
+        {"reconnect.backoff.max.ms", "5000"},
+        {"log_level", "4"},
+    };
+    for (const auto& [k, v] : ClientProperties()) props[k] = v;
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    for (const auto& [key, value] : props) {
+      if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof(err)) !=
+          RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return Status(ErrorCode::kInvalidRequest, "kafka." + key + ": " + err);
+      }
+    }
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
+      static_cast<Impl*>(self)->OnDelivery(m);
+    });
+    rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* self) {
+      static_cast<Impl*>(self)->OnError(static_cast<rd_kafka_resp_err_t>(err), reason);
+    });
+    producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (producer_ == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return Status(ErrorCode::kInvalidRequest, std::string("kafka producer: ") + err);
+    }
+    return Status::Ok();
+  }
+
+  void DestroyProducer() {
+    if (producer_ != nullptr) {
+      rd_kafka_destroy(producer_);
+      producer_ = nullptr;
+    }
+  }
+
+  // ---- callbacks (publisher thread, inside rd_kafka_poll) ----
+  void OnDelivery(const rd_kafka_message_t* m) {
+    Lsn lsn = OpaqueLsn(m->_private);
+    auto it = inflight_.find(lsn);
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ++delivery_errors_;
+      SetError(std::string("delivery of LSN ") + std::to_string(lsn) +
+               " failed: " + rd_kafka_err2str(m->err));
+      if (m->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) reference_only_.insert(lsn);
+      if (it != inflight_.end()) it->second.failed = true;
+      rewind_ = true;
+    } else {
+      ++delivered_;
+      if (!connected_.exchange(true)) {
+        FEEDD_LOG(kInfo, "kafka") << "broker reachable again; draining the backlog";
+        SetState("running");
+      }
+    }
+    if (it != inflight_.end()) --it->second.remaining;
+    --inflight_messages_;
+    inflight_bytes_ -= m->len;
+  }
+
+  void OnError(rd_kafka_resp_err_t err, const char* reason) {
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__TRANSPORT) {
+      if (connected_.exchange(false) || err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        FEEDD_LOG(kWarning, "kafka")
+            << "broker unreachable: " << reason << "; changes stay in the durable feed";
+      }
+      SetState("broker_down");
+    }
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+      char buf[512];
+      rd_kafka_fatal_error(producer_, buf, sizeof(buf));
+      SetError(std::string("fatal producer error: ") + buf);
+      fatal_ = true;
+      rewind_ = true;
+    }
+  }
+
+  // ---- the publisher thread ----
+  void Run() {
+    auto backoff = std::chrono::milliseconds(200);
+    while (!Stopping()) {
+      if (!prepared_) {
+        Status s = Prepare();
+        if (!s.ok()) {
+          SetError(s.message());
+          SetState("error");
+          FEEDD_LOG(kWarning, "kafka")
+              << s.message() << "; retrying in " << backoff.count() << " ms";
+          Sleep(backoff);
+          backoff = std::min<std::chrono::milliseconds>(backoff * 2, kMaxBackoff);
+          continue;
+        }
+        backoff = std::chrono::milliseconds(200);
+        SetState("running");
+      }
+      Pump();
+    }
+    // Graceful stop: deliver what is in flight, then record the checkpoint.
+    if (producer_ != nullptr) {
+      auto deadline = std::chrono::steady_clock::now() + flush_timeout_;
+      while (inflight_messages_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+        rd_kafka_poll(producer_, 20);
+      }
+      AdvanceCheckpoint();
+      if (inflight_messages_.load() > 0) {
+        FEEDD_LOG(kWarning, "kafka") << inflight_messages_.load()
+                                     << " messages undelivered at shutdown; they will be "
+                                        "republished from LSN "
+                                     << published_ + 1;
+      }
+    }
+    AckStore(true);
+  }
+
+  Status Prepare() {
+    std::map<std::string, int> counts;
+    if (Status s = EnsureTopics(&counts); !s.ok()) return s;
+    auto found = ReadPublishedLsns(ClientProperties(), counts, published_,
+                                   static_cast<int64_t>(options_.max_inflight_messages),
+                                   std::chrono::seconds(10));
+    if (!found.ok()) return found.status();
+    if (!found->empty()) {
+      FEEDD_LOG(kInfo, "kafka") << found->size() << " changes after LSN " << published_
+                                << " are already in Kafka; they will not be sent again";
+    }
+    already_in_kafka_.insert(found->begin(), found->end());
+    connected_ = true;
+    prepared_ = true;
+    return Status::Ok();
+  }
+
+  // Creates missing topics (when allowed) and reads their partition counts.
+  Status EnsureTopics(std::map<std::string, int>* counts) {
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(producer_, 1, nullptr, &md, 5000);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return Status(ErrorCode::kUnavailable, std::string("kafka metadata: ") + rd_kafka_err2str(e));
+    }
+    std::map<std::string, int> existing;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+      if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        existing[md->topics[i].topic] = md->topics[i].partition_cnt;
+      }
+    }
+    rd_kafka_metadata_destroy(md);
+    std::vector<std::string> missing;
+    for (const auto& [container, topic] : topics_) {
+      if (existing.count(topic) == 0) missing.push_back(topic);
+    }
+    if (!missing.empty()) {
+      if (!options_.create_topics) {
+        return Status(ErrorCode::kUnavailable, "topic " + missing[0] +
+                                                   " does not exist and kafka.create_topics is "
+                                                   "false; create it or allow creation");
+      }
+      if (Status s = CreateTopics(missing); !s.ok()) return s;
+      return Status(ErrorCode::kUnavailable, "created topics; reading their metadata");
+    }
+    for (const auto& [container, topic] : topics_) (*counts)[topic] = existing[topic];
+    return Status::Ok();
+  }
+
+  Status CreateTopics(const std::vector<std::string>& names) {
+    char err[512];
+    std::vector<rd_kafka_NewTopic_t*> topics;
+    for (const auto& name : names) {
+      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), options_.partitions,
+                                             options_.replication_factor, err, sizeof(err)));
+    }
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(producer_);
+    rd_kafka_CreateTopics(producer_, topics.data(), topics.size(), nullptr, queue);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, 10000);
+    Status status;
+    if (ev == nullptr) {
+      status = Status(ErrorCode::kUnavailable, "timed out creating topics");
+    } else {
+      const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+      size_t n = 0;
+      const rd_kafka_topic_result_t** results =
+          res ? rd_kafka_CreateTopics_result_topics(res, &n) : nullptr;
+      if (res == nullptr) {
+        status = Status(ErrorCode::kUnavailable,
+                        std::string("create topics: ") + rd_kafka_event_error_string(ev));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        rd_kafka_resp_err_t te = rd_kafka_topic_result_error(results[i]);
+        if (te == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          FEEDD_LOG(kInfo, "kafka") << "created topic " << rd_kafka_topic_result_name(results[i])
+                                    << " (" << options_.partitions << " partitions)";
+        } else if (te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+          status =
+              Status(ErrorCode::kUnavailable, std::string("cannot create topic ") +
+                                                  rd_kafka_topic_result_name(results[i]) + ": " +
+                                                  rd_kafka_topic_result_error_string(results[i]));
+        }
+      }
+      rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(queue);
+    for (auto* t : topics) rd_kafka_NewTopic_destroy(t);
+    return status;
+  }
+
+  void Pump() {
+    if (rewind_) {
+      Rewind();
+      return;
+    }
+    bool produced_any = false;
+    while (!rewind_ && inflight_messages_.load() < options_.max_inflight_messages &&
+           inflight_bytes_.load() < options_.max_inflight_bytes && !Stopping()) {
+      FeedPage page;
+      FeedReadSpec spec;
+      spec.from = next_;
+      spec.limit = std::min(kReadBatch, options_.max_inflight_messages - inflight_messages_.load());
+      Status s = store_->ReadFeed(spec, &page);
+      if (!s.ok()) {
+        // Cannot happen while the watermark holds; never skip silently.
+        SetError("reading the change feed at LSN " + std::to_string(next_) + ": " + s.ToString());
+        SetState("error");
+        Sleep(std::chrono::seconds(1));
+        return;
+      }
+      if (page.records.empty()) break;
+      for (const auto& record : page.records) {
+        Produce(record);
+        produced_any = true;
+      }
+      next_ = page.next;
+    }
+    rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
+    AdvanceCheckpoint();
+    AckStore(false);
+    if (inflight_messages_.load() == 0 && next_ > store_->HeadLsn()) WaitForChanges();
+  }
+
+  void Produce(const ChangeRecord& record) {
+    KafkaMessage message = EncodeChange(options_, record);
+    if (reference_only_.count(record.lsn) != 0) {
+      KafkaOptions tiny = options_;
+      tiny.max_envelope_bytes = 0;
+      message = EncodeChange(tiny, record);
+    }
+    if (message.size_class != EnvelopeSize::kFull) {
+      ++envelopes_shrunk_;
+      FEEDD_LOG(kWarning, "kafka")
+          << "LSN " << record.lsn << " (" << record.container << "/" << record.id
+          << ") is too large for Kafka; sent "
+          << (message.size_class == EnvelopeSize::kBeforeOmitted ? "without its before-image"
+                                                                 : "as a reference (no images)");
+    }
+    InFlight& entry = inflight_[record.lsn];
+    entry = InFlight{};
+    entry.ts_ms = record.ts_ms;
+    if (oldest_unpublished_ts_.load() == 0) oldest_unpublished_ts_ = record.ts_ms;
+
+    if (already_in_kafka_.count(record.lsn) != 0) {
+      ++duplicates_skipped_;  // delivered by an earlier run or before a rewind
+      return;
+    }
+    SendMessage(message, record);
+    if (record.op == ChangeOp::kDelete && options_.tombstones) {
+      SendMessage(EncodeTombstone(options_, record), record);
+    }
+  }
+
+  void SendMessage(const KafkaMessage& message, const ChangeRecord& record) {
+    const std::string lsn = std::to_string(record.lsn);
+    const std::string_view op = ChangeOpName(record.op);
+    const size_t len = message.value ? message.value->size() : 0;
+    void* payload = message.value ? const_cast<char*>(message.value->data()) : nullptr;
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          producer_, RD_KAFKA_V_TOPIC(message.topic.c_str()),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_KEY(message.key.data(), message.key.size()), RD_KAFKA_V_VALUE(payload, len),
+          RD_KAFKA_V_HEADER("feedd-lsn", lsn.data(), static_cast<ssize_t>(lsn.size())),
+          RD_KAFKA_V_HEADER("feedd-op", op.data(), static_cast<ssize_t>(op.size())),
+          RD_KAFKA_V_HEADER("feedd-container", record.container.data(),
+                            static_cast<ssize_t>(record.container.size())),
+          RD_KAFKA_V_HEADER("feedd-id", record.id.data(), static_cast<ssize_t>(record.id.size())),
+          RD_KAFKA_V_OPAQUE(LsnOpaque(record.lsn)), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(producer_, 10);
+        continue;
+      }
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        // Not queued (e.g. a fatal producer state): treat like a failed delivery.
+        ++delivery_errors_;
+        SetError(std::string("produce of LSN ") + lsn + ": " + rd_kafka_err2str(e));
+        inflight_[record.lsn].failed = true;
+        rewind_ = true;
+        return;
+      }
+      break;
+    }
+    ++produced_;
+    ++inflight_[record.lsn].remaining;
+    ++inflight_messages_;
+    inflight_bytes_ += len;
+  }
+
+  // Moves the checkpoint over every fully delivered change.
+  void AdvanceCheckpoint() {
+    while (!inflight_.empty()) {
+      auto it = inflight_.begin();
+      if (it->second.remaining > 0 || it->second.failed) break;
+      published_ = it->first;
+      reference_only_.erase(it->first);
+      already_in_kafka_.erase(it->first);
+      inflight_.erase(it);
+    }
+    oldest_unpublished_ts_ = inflight_.empty() ? 0 : inflight_.begin()->second.ts_ms;
+    published_snapshot_ = published_;
+  }
+
+  void AckStore(bool force) {
+    auto now = std::chrono::steady_clock::now();
+    if (published_ == acked_to_store_ || (!force && now - last_ack_ < kAckInterval)) return;
+    Status s = store_->AckConsumer(kConsumerName, published_);
+    if (!s.ok()) {
+      SetError("recording the publisher checkpoint: " + s.ToString());
+      return;
+    }
+    acked_to_store_ = published_;
+    last_ack_ = now;
+  }
+
+  // After a failed delivery: wait for every report, then produce again from
+  // the checkpoint, skipping the changes that did arrive.
+  void Rewind() {
+    if (inflight_messages_.load() > 0) {
+      rd_kafka_poll(producer_, 10);
+      return;
+    }
+    AdvanceCheckpoint();
+    FEEDD_LOG(kWarning, "kafka") << "rewinding to LSN " << published_ + 1
+                                 << " after a failed delivery";
+    for (const auto& [lsn, entry] : inflight_) {
+      if (!entry.failed && entry.remaining == 0) already_in_kafka_.insert(lsn);
+    }
+    inflight_.clear();
+    if (fatal_) {
+      DestroyProducer();
+      Status s = CreateProducer();
+      if (!s.ok()) {
+        SetError(s.message());
+        Sleep(std::chrono::seconds(1));
+        return;
+      }
+      prepared_ = false;
+      fatal_ = false;
+    }
+    next_ = published_ + 1;
+    rewind_ = false;
+    Sleep(std::chrono::milliseconds(500));
+  }
+
+  void WaitForChanges() {
+    std::unique_lock<std::mutex> lock(wake_mutex_);
+    if (stopping_) return;
+    uint64_t token = store_->OnHeadReached(next_, [this] {
+      {
+        std::lock_guard<std::mutex> l(wake_mutex_);
+        head_moved_ = true;
+      }
+      wake_.notify_all();
+    });
+    wake_.wait_for(lock, std::chrono::milliseconds(100),
+                   [this] { return head_moved_ || stopping_; });
+    head_moved_ = false;
+    lock.unlock();
+    store_->CancelHeadWatch(token);
+  }
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    return stopping_;
+  }
+
+  void Sleep(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(wake_mutex_);
+    wake_.wait_for(lock, d, [this] { return stopping_; });
+  }
+
+  void SetState(const std::string& state) {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    state_ = state;
+  }
+
+  void SetError(const std::string& error) {
+    FEEDD_LOG(kWarning, "kafka") << error;
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    last_error_ = error;
+  }
+
+  DocumentStore* const store_;
+  const KafkaOptions options_;
+  const std::string bootstrap_;
+  const bool embedded_;
+  std::map<std::string, std::string> topics_;  // container -> topic
+
+  // Publisher-thread state.
+  rd_kafka_t* producer_ = nullptr;
+  std::set<Lsn> already_in_kafka_;  // beyond the checkpoint, known delivered
+  std::map<Lsn, InFlight> inflight_;
+  std::set<Lsn> reference_only_;  // rejected as too large by the broker
+  bool prepared_ = false;
+  bool rewind_ = false;
+  bool fatal_ = false;
+  Lsn next_ = 1;
+  Lsn published_ = 0;
+  Lsn acked_to_store_ = 0;
+  std::chrono::steady_clock::time_point last_ack_;
+  std::chrono::milliseconds flush_timeout_{5000};
+  std::thread thread_;
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool head_moved_ = false;
+
+  // Shared with GetStatus().
+  mutable std::mutex status_mutex_;
+  std::string state_ = "connecting";
+  std::string last_error_;
+  std::atomic<bool> connected_{false};
+  std::atomic<Lsn> published_snapshot_{0};
+  std::atomic<uint64_t> oldest_unpublished_ts_{0};
+  std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
+      envelopes_shrunk_{0}, inflight_messages_{0}, inflight_bytes_{0};
+};
+
+Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Publisher::~Publisher() { Stop(); }
+
+Result<std::unique_ptr<Publisher>> Publisher::Start(DocumentStore* store, KafkaOptions options,
+                                                    std::string bootstrap, bool embedded) {
+  auto impl = std::make_unique<Impl>(store, std::move(options), std::move(bootstrap), embedded);
+  if (Status s = impl->Start(); !s.ok()) return s;
+  return std::unique_ptr<Publisher>(new Publisher(std::move(impl)));
+}
+
+void Publisher::Stop(std::chrono::milliseconds flush_timeout) { impl_->Stop(flush_timeout); }
+PublisherStatus Publisher::GetStatus() const { return impl_->GetStatus(); }
+std::map<std::string, std::string> Publisher::Topics() const { return impl_->Topics(); }
+
+}  // namespace feedd
