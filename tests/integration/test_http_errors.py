@@ -1,0 +1,336 @@
+"""Bad input over HTTP: the right status and error code, and nothing written.
+
+Every case checks the error body {"error":{"code","message"}}, that the change
+feed head did not move, and that no item appeared.
+"""
+
+import socket
+import unittest
+import uuid
+
+from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, items_path, q
+
+NOT_A_CONTAINER = "nosuchcontainer"
+
+
+def uid(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:12])
+
+
+class _ErrorsBase(FeeddTestCase):
+    extra_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = FeeddDaemon(extra_args=cls.extra_args, name="feedd-errors")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.daemon.stop()
+        finally:
+            cls.daemon.cleanup()
+
+    def setUp(self):
+        self.c = self.daemon.client()
+        self.head = self.c.wait_quiescent()
+
+    def tearDown(self):
+        self.c.close()
+
+    def assertNothingWritten(self, *keys, what=""):
+        """The head LSN did not move and none of (container, pk, id) exists."""
+        checker = self.daemon.client()
+        try:
+            self.assertEqual(checker.head_lsn(), self.head, "%s: the change feed head moved" % what)
+            for container, pk, item_id in keys:
+                r = checker.read(container, pk, item_id)
+                self.assertEqual(r[0], 404, "%s: item %s/%s/%s exists: %r"
+                                 % (what, container, pk, item_id, r[2]))
+        finally:
+            checker.close()
+
+    def expect(self, resp, status, code, *keys, what=""):
+        self.assertError(resp, status, code, what)
+        self.assertNothingWritten(*keys, what=what)
+
+
+class HttpErrorsTest(_ErrorsBase):
+    def test_malformed_json(self):
+        pk, item_id = uid("p"), uid("i")
+        for what, raw in [
+            ("truncated", b'{"id":"%s","postId":"%s"' % (item_id.encode(), pk.encode())),
+            ("trailing garbage", b'{"id":"%s","postId":"%s"} x' % (item_id.encode(), pk.encode())),
+            ("single quotes", b"{'id':'%s','postId':'%s'}" % (item_id.encode(), pk.encode())),
+            ("trailing comma", b'{"id":"%s","postId":"%s",}' % (item_id.encode(), pk.encode())),
+            ("empty body", b""),
+            ("not json at all", b"hello"),
+        ]:
+            with self.subTest(what):
+                self.expect(self.c.create("posts", raw), 400, "invalid_json",
+                            ("posts", pk, item_id), what="POST " + what)
+                self.expect(self.c.upsert("posts", pk, item_id, raw), 400, "invalid_json",
+                            ("posts", pk, item_id), what="PUT " + what)
+        existing = self.c.create("posts", {"id": item_id, "postId": pk})
+        self.assertStatus(existing, 201)
+        self.head = self.c.wait_quiescent()
+        self.expect(self.c.request("PATCH", item_path("posts", pk, item_id), b'{"operations":[}'),
+                    400, "invalid_json", what="PATCH malformed")
+        self.expect(self.c.request("POST", "/v1/containers/posts/partitions/%s/batch" % q(pk),
+                                   b'{"operations":['), 400, "invalid_json", what="batch malformed")
+        self.expect(self.c.request("POST", "/v1/containers/posts/query", b'{"filter":'),
+                    400, "invalid_json", what="query malformed")
+        self.assertEqual(self.c.read("posts", pk, item_id)[2], existing[2])
+
+    def test_invalid_utf8(self):
+        pk, item_id = uid("p"), uid("i")
+        for what, bad in [("0xff", b"\xff"), ("truncated sequence", b"\xc3"), ("overlong", b"\xc0\xaf"),
+                          ("surrogate encoded", b"\xed\xa0\x80")]:
+            with self.subTest(what):
+                raw = b'{"id":"%s","postId":"%s","title":"a%sb"}' % (item_id.encode(), pk.encode(), bad)
+                self.expect(self.c.create("posts", raw), 400, "invalid_json",
+                            ("posts", pk, item_id), what="invalid UTF-8 " + what)
+                raw = b'{"id":"%s","postId":"%s","k%s":1}' % (item_id.encode(), pk.encode(), bad)
+                self.expect(self.c.create("posts", raw), 400, "invalid_json",
+                            ("posts", pk, item_id), what="invalid UTF-8 in a name " + what)
+
+    def test_item_over_max_item_bytes_default(self):
+        pk, item_id = uid("p"), uid("i")
+        big = {"id": item_id, "postId": pk, "blob": "x" * (2 * 1024 * 1024 + 10)}
+        self.expect(self.c.create("posts", big), 413, "payload_too_large", ("posts", pk, item_id),
+                    what="item over 2 MiB")
+        self.expect(self.c.upsert("posts", pk, item_id, big), 413, "payload_too_large",
+                    ("posts", pk, item_id), what="PUT item over 2 MiB")
+
+    def test_non_object_bodies(self):
+        for what, raw in [("array", b'[{"id":"a","postId":"b"}]'), ("string", b'"x"'), ("number", b"42"),
+                          ("null", b"null"), ("true", b"true")]:
+            with self.subTest(what):
+                self.expect(self.c.create("posts", raw), 400, "invalid_item", what="POST " + what)
+                self.expect(self.c.upsert("posts", "b", "a", raw), 400, "invalid_item",
+                            ("posts", "b", "a"), what="PUT " + what)
+
+    def test_bad_ids(self):
+        pk = uid("p")
+        cases = [
+            ("empty", ""),
+            ("256 bytes", "a" * 256),
+            ("256 bytes of 2-byte chars", "é" * 128),
+            ("slash", "a/b"),
+            ("backslash", "a\\b"),
+            ("question mark", "a?b"),
+            ("hash", "a#b"),
+            ("control char", "a\x01b"),
+            ("newline", "a\nb"),
+            ("DEL", "a\x7fb"),
+        ]
+        for what, bad in cases:
+            with self.subTest(what):
+                self.expect(self.c.create("posts", {"id": bad, "postId": pk}), 400, "invalid_id",
+                            what="id " + what)
+                r = self.c.batch("posts", pk, [{"op": "create", "body": {"id": bad, "postId": pk}}])
+                self.expect(r, 400, "invalid_id", what="batch id " + what)
+        for what, bad in [("number", 12), ("null", None), ("object", {"a": 1}), ("array", ["a"]),
+                          ("bool", True)]:
+            with self.subTest(what):
+                self.expect(self.c.create("posts", {"id": bad, "postId": pk}), 400, "invalid_id",
+                            what="id " + what)
+        self.assertNothingWritten()
+
+    def test_missing_id(self):
+        self.expect(self.c.create("posts", {"postId": uid("p"), "title": "no id"}), 400, "invalid_id",
+                    what="item without id")
+
+    def test_bad_partition_keys(self):
+        item_id = uid("i")
+        for what, body in [
+            ("missing", {"id": item_id, "title": "x"}),
+            ("number", {"id": item_id, "postId": 7}),
+            ("null", {"id": item_id, "postId": None}),
+            ("object", {"id": item_id, "postId": {"a": "b"}}),
+            ("array", {"id": item_id, "postId": ["a"]}),
+            ("bool", {"id": item_id, "postId": False}),
+        ]:
+            with self.subTest(what):
+                self.expect(self.c.create("posts", body), 400, "invalid_partition_key",
+                            what="partition key " + what)
+        self.expect(self.c.create("feed", {"id": item_id, "kind": "post"}), 400, "invalid_partition_key",
+                    ("feed", "post", item_id), what="feed item without /type")
+        self.expect(self.c.create("users", {"id": item_id, "userId": 5}), 400, "invalid_partition_key",
+                    ("users", "5", item_id), what="users item with a numeric /userId")
+
+    def test_partition_key_mismatch(self):
+        pk, item_id = uid("p"), uid("i")
+        body = {"id": item_id, "postId": pk + "-body"}
+        self.expect(self.c.upsert("posts", pk, item_id, body), 400, "partition_key_mismatch",
+                    ("posts", pk, item_id), ("posts", pk + "-body", item_id), what="PUT pk path != body")
+        r = self.c.batch("posts", pk, [{"op": "upsert", "body": body}])
+        self.expect(r, 400, "partition_key_mismatch", ("posts", pk, item_id),
+                    ("posts", pk + "-body", item_id), what="batch pk != body")
+
+    def test_put_id_mismatch(self):
+        pk, item_id = uid("p"), uid("i")
+        self.expect(self.c.upsert("posts", pk, item_id, {"id": item_id + "-x", "postId": pk}), 400,
+                    "invalid_id", ("posts", pk, item_id), ("posts", pk, item_id + "-x"),
+                    what="PUT id path != body")
+
+    def test_unknown_container(self):
+        pk, item_id = uid("p"), uid("i")
+        body = {"id": item_id, "postId": pk}
+        c = self.c
+        for what, resp in [
+            ("POST", c.create(NOT_A_CONTAINER, body)),
+            ("PUT", c.upsert(NOT_A_CONTAINER, pk, item_id, body)),
+            ("GET", c.read(NOT_A_CONTAINER, pk, item_id)),
+            ("PATCH", c.patch(NOT_A_CONTAINER, pk, item_id, [{"op": "set", "path": "/a", "value": 1}])),
+            ("DELETE", c.delete(NOT_A_CONTAINER, pk, item_id)),
+            ("batch", c.batch(NOT_A_CONTAINER, pk, [{"op": "create", "body": body}])),
+            ("query", c.query(NOT_A_CONTAINER, {})),
+        ]:
+            with self.subTest(what):
+                self.expect(resp, 404, "container_not_found", what="unknown container " + what)
+
+    def test_wrong_method(self):
+        pk, item_id = uid("p"), uid("i")
+        for method, path in [
+            ("DELETE", "/v1/containers"),
+            ("POST", "/v1/containers"),
+            ("GET", items_path("posts")),
+            ("DELETE", items_path("posts")),
+            ("POST", item_path("posts", pk, item_id)),
+            ("GET", "/v1/containers/posts/query"),
+            ("GET", "/v1/containers/posts/partitions/%s/batch" % q(pk)),
+            ("POST", "/v1/changefeed"),
+            ("PUT", "/v1/feed"),
+            ("POST", "/healthz"),
+        ]:
+            with self.subTest(method=method, path=path):
+                body = {"id": item_id, "postId": pk} if method in ("POST", "PUT") else None
+                r = self.c.request(method, path, body)
+                self.expect(r, 405, "method_not_allowed", ("posts", pk, item_id),
+                            what="%s %s" % (method, path))
+                self.assertTrue(r[1].get("Allow"), "405 without an Allow header for %s %s" % (method, path))
+
+    def test_wrong_content_type(self):
+        pk, item_id = uid("p"), uid("i")
+        body = {"id": item_id, "postId": pk}
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "application/xml"):
+            with self.subTest(ctype):
+                self.expect(self.c.create("posts", body, headers={"Content-Type": ctype}), 415,
+                            "unsupported_media_type", ("posts", pk, item_id), what="POST " + ctype)
+                self.expect(self.c.upsert("posts", pk, item_id, body, headers={"Content-Type": ctype}),
+                            415, "unsupported_media_type", ("posts", pk, item_id), what="PUT " + ctype)
+        # docs/api.md: parameters are allowed, a missing Content-Type is JSON.
+        r = self.c.create("posts", body, headers={"Content-Type": "application/json; charset=utf-8"})
+        self.assertStatus(r, 201, "Content-Type with a charset parameter")
+        other = {"id": uid("i"), "postId": pk}
+        r = self.c.create("posts", other, headers={"Content-Type": None})
+        self.assertStatus(r, 201, "no Content-Type")
+
+    def test_bad_changefeed_parameters(self):
+        for what, qs, code in [
+            ("from=garbage", "from=garbage", "invalid_request"),
+            ("from negative", "from=-1", "invalid_request"),
+            ("from empty", "from=", "invalid_request"),
+            ("limit 0", "from=beginning&limit=0", "invalid_request"),
+            ("limit too big", "from=beginning&limit=10001", "invalid_request"),
+            ("limit text", "from=beginning&limit=abc", "invalid_request"),
+            ("waitMs too big", "from=now&waitMs=30001", "invalid_request"),
+            ("waitMs negative", "from=now&waitMs=-5", "invalid_request"),
+        ]:
+            with self.subTest(what):
+                self.expect(self.c.request("GET", "/v1/changefeed?" + qs), 400, code, what=what)
+        self.expect(self.c.request("GET", "/v1/changefeed?from=beginning&container=" + NOT_A_CONTAINER),
+                    404, "container_not_found", what="changefeed of an unknown container")
+
+    def test_unknown_paths(self):
+        for path in ("/", "/v1", "/v2/containers", "/v1/containers/posts/itemz",
+                     "/v1/containers/posts/items/a/b/c", "/nope", "/v1/containers/posts/partitions/p"):
+            with self.subTest(path):
+                self.expect(self.c.request("GET", path), 404, "not_found", what="GET " + path)
+
+    def test_bad_percent_escape(self):
+        self.expect(self.c.request("GET", "/v1/containers/posts/items/%zz/a"), 400, "invalid_request",
+                    what="bad percent escape")
+        self.expect(self.c.request("PUT", "/v1/containers/posts/items/p/%2", {"id": "%2", "postId": "p"}),
+                    400, "invalid_request", ("posts", "p", "%2"), what="truncated percent escape")
+
+    def test_bad_if_match_and_batch_shape(self):
+        pk, item_id = uid("p"), uid("i")
+        self.expect(self.c.batch("posts", pk, [5]), 400, "invalid_request", what="batch op not an object")
+        self.expect(self.c.request("GET", item_path("posts", pk, item_id),
+                                   headers={"X-Feedd-Min-Lsn": "abc"}), 400, "invalid_request",
+                    what="X-Feedd-Min-Lsn not a number")
+
+    def test_errors_keep_the_connection_usable(self):
+        for _ in range(20):
+            self.assertError(self.c.create("posts", b"{bad"), 400, "invalid_json")
+            self.assertError(self.c.read("posts", "p", "missing-" + uuid.uuid4().hex), 404, "not_found")
+        self.assertEqual(self.c.connects, 1)
+        self.assertNothingWritten()
+
+
+class SmallLimitsTest(_ErrorsBase):
+    """A daemon with small http.max_request_bytes and storage.max_item_bytes."""
+
+    extra_args = ("--http.max_request_bytes=65536", "--storage.max_item_bytes=16384")
+
+    def test_body_over_max_request_bytes(self):
+        pk, item_id = uid("p"), uid("i")
+        body = {"id": item_id, "postId": pk, "blob": "y" * 70000}
+        r = self.c.create("posts", body)
+        self.expect(r, 413, "payload_too_large", ("posts", pk, item_id), what="request body over 64 KiB")
+
+    def test_body_over_max_request_bytes_raw_socket(self):
+        # A client announcing a huge body and sending more than the limit
+        # gets its 413 without having to send the whole body.
+        pk, item_id = uid("p"), uid("i")
+        s = socket.create_connection((self.daemon.host, self.daemon.port), timeout=10)
+        try:
+            try:
+                s.sendall(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+                          b'{"id":"' + item_id.encode() + b'","postId":"' + pk.encode() + b'","b":"'
+                          + b"v" * 70000)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon may answer and close before reading it all
+            data = b""
+            while b"\r\n\r\n" not in data:
+                try:
+                    chunk = s.recv(65536)
+                except ConnectionResetError:
+                    break
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 413"), "got %r" % data[:200])
+        self.assertNothingWritten(("posts", pk, item_id))
+
+    def test_item_over_max_item_bytes(self):
+        pk, item_id = uid("p"), uid("i")
+        body = {"id": item_id, "postId": pk, "blob": "z" * 20000}
+        self.expect(self.c.create("posts", body), 413, "payload_too_large", ("posts", pk, item_id),
+                    what="item over storage.max_item_bytes")
+        r = self.c.batch("posts", pk, [{"op": "create", "body": body}])
+        self.expect(r, 413, "payload_too_large", ("posts", pk, item_id), what="batch item over limit")
+        # An item under the limit (system properties not counted) is accepted.
+        ok = {"id": item_id, "postId": pk, "blob": "z" * 15000}
+        self.assertStatus(self.c.create("posts", ok), 201, "item under storage.max_item_bytes")
+        # A patch that grows it over the limit is refused and changes nothing.
+        before = self.c.read("posts", pk, item_id)[2]
+        self.head = self.c.wait_quiescent()
+        r = self.c.patch("posts", pk, item_id, [{"op": "set", "path": "/more", "value": "w" * 5000}])
+        self.assertError(r, 413, "payload_too_large", "patch growing the item over the limit")
+        self.assertEqual(self.c.head_lsn(), self.head)
+        self.assertEqual(self.c.read("posts", pk, item_id)[2], before)
+
+
+if __name__ == "__main__":
+    unittest.main()
