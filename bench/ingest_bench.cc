@@ -18,10 +18,15 @@
 //
 // Usage: ingest_bench [--writers 64] [--runs 3] [--seconds 5 | --items N]
 //                     [--dir /tmp] [--sync true|false|both] [--item-bytes 1024]
+//                     [--wait-idle 10]
+// Before each measurement it waits up to --wait-idle seconds for other
+// processes to go quiet, and it prints the CPU this process ("cpu") and all
+// others ("bg") used during each measurement, in cores.
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,13 +64,15 @@ struct Flags {
   std::string dir = "/tmp";
   std::vector<bool> syncs = {true, false};
   size_t item_bytes = 1024;
+  double wait_idle = 10;  // before each measurement, wait up to this long for a quiet box
 };
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "ingest_bench: %s\n"
                "usage: ingest_bench [--writers N] [--runs N] [--seconds S | --items N]\n"
-               "                    [--dir DIR] [--sync true|false|both] [--item-bytes N]\n",
+               "                    [--dir DIR] [--sync true|false|both] [--item-bytes N]\n"
+               "                    [--wait-idle SECONDS]\n",
                why);
   std::exit(2);
 }
@@ -95,6 +102,8 @@ Flags ParseFlags(int argc, char** argv) {
         f.items = std::stoull(value);
       } else if (arg == "--dir") {
         f.dir = value;
+      } else if (arg == "--wait-idle") {
+        f.wait_idle = std::stod(value);
       } else if (arg == "--item-bytes") {
         f.item_bytes = std::stoul(value);
       } else if (arg == "--sync") {
@@ -181,7 +190,9 @@ struct Sample {
   uint64_t errors = 0;
   double seconds = 0;
   double p50_us = 0, p99_us = 0, max_us = 0;
-  std::string extra;  // engine- or rocks-specific detail
+  double self_cpu = 0;  // CPU this process used, in cores (2.0 = both cores of this box)
+  double bg_cpu = 0;    // CPU every other process used meanwhile, in cores
+  std::string extra;    // engine- or rocks-specific detail
   double rate() const { return seconds > 0 ? writes / seconds : 0; }
 };
 
@@ -217,12 +228,60 @@ std::string FreshDir(const std::string& parent, const char* tag) {
   return buf.data();
 }
 
+// CPU time, in seconds, of the whole machine (busy, from /proc/stat) and of
+// this process.
+struct CpuTimes {
+  double machine = 0, self = 0;
+};
+
+CpuTimes ReadCpuTimes() {
+  CpuTimes t;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (FILE* f = std::fopen("/proc/stat", "r")) {
+    unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+                    &iowait, &irq, &softirq, &steal) == 8) {
+      t.machine = (user + nice + system + irq + softirq) / tick;
+    }
+    std::fclose(f);
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  t.self = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+  return t;
+}
+
+// Waits up to `max_seconds` until other processes use less than a quarter
+// of a core (sampled over 0.5 s), so a measurement does not start in the
+// middle of someone else's build. Says so when it gives up.
+void WaitForIdle(double max_seconds) {
+  if (max_seconds <= 0) return;
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(max_seconds));
+  for (;;) {
+    const CpuTimes a = ReadCpuTimes();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const CpuTimes b = ReadCpuTimes();
+    const double others = ((b.machine - a.machine) - (b.self - a.self)) / 0.5;
+    if (others < 0.25) return;
+    if (Clock::now() >= until) {
+      std::printf(
+          "  (the box stayed busy for %g s: other processes use %.2f cores; measuring "
+          "anyway)\n",
+          max_seconds, others);
+      return;
+    }
+  }
+}
+
 // Runs `writer(index, latencies)` on flags.writers threads until the time
 // bound (or the item budget, which the writer consumes through `next`) and
 // returns the elapsed time.
 template <typename Fn>
-double RunWriters(const Flags& flags, std::atomic<bool>& stop, Fn writer,
-                  std::vector<std::vector<uint32_t>>& latencies) {
+void RunWriters(const Flags& flags, std::atomic<bool>& stop, Fn writer,
+                std::vector<std::vector<uint32_t>>& latencies, Sample* sample) {
+  WaitForIdle(flags.wait_idle);
   latencies.assign(flags.writers, {});
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -236,6 +295,7 @@ double RunWriters(const Flags& flags, std::atomic<bool>& stop, Fn writer,
     });
   }
   while (ready.load() < flags.writers) std::this_thread::yield();
+  const CpuTimes cpu0 = ReadCpuTimes();
   auto start = Clock::now();
   go.store(true, std::memory_order_release);
   if (flags.items == 0) {
@@ -245,7 +305,11 @@ double RunWriters(const Flags& flags, std::atomic<bool>& stop, Fn writer,
     stop.store(true);
   }
   for (auto& t : threads) t.join();
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  sample->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const CpuTimes cpu1 = ReadCpuTimes();
+  sample->self_cpu = (cpu1.self - cpu0.self) / sample->seconds;
+  sample->bg_cpu =
+      std::max(0.0, (cpu1.machine - cpu0.machine) - (cpu1.self - cpu0.self)) / sample->seconds;
 }
 
 // ---- feedd ----
@@ -316,7 +380,7 @@ Sample RunEngine(const Flags& flags, bool sync) {
     prepare_ns += my_prepare;
   };
   Sample s;
-  s.seconds = RunWriters(flags, stop, writer, latencies);
+  RunWriters(flags, stop, writer, latencies, &s);
   s.writes = writes.load();
   s.errors = errors.load();
   FillLatencies(latencies, &s);
@@ -426,7 +490,7 @@ Sample RunRaw(const Flags& flags, bool sync) {
     errors += my_errors;
   };
   Sample sample;
-  sample.seconds = RunWriters(flags, stop, writer, latencies);
+  RunWriters(flags, stop, writer, latencies, &sample);
   sample.writes = writes.load();
   sample.errors = errors.load();
   FillLatencies(latencies, &sample);
@@ -452,10 +516,11 @@ double Median(std::vector<double> v) {
 
 void PrintSample(int run, const char* name, const Sample& s) {
   std::printf(
-      "  run %d %-5s %9.0f writes/s  (%llu in %.2f s)  commit p50 %7.0f us  p99 %7.0f us"
-      "  max %7.0f us%s  [%s]\n",
+      "  run %d %-5s %8.0f writes/s (%llu in %.2f s)  commit p50 %6.0f us p99 %6.0f us"
+      " max %6.0f us  cpu %.2f bg %.2f%s  [%s]\n",
       run, name, s.rate(), static_cast<unsigned long long>(s.writes), s.seconds, s.p50_us, s.p99_us,
-      s.max_us, s.errors ? ("  ERRORS " + std::to_string(s.errors)).c_str() : "", s.extra.c_str());
+      s.max_us, s.self_cpu, s.bg_cpu,
+      s.errors ? ("  ERRORS " + std::to_string(s.errors)).c_str() : "", s.extra.c_str());
   std::fflush(stdout);
 }
 
@@ -478,7 +543,7 @@ int main(int argc, char** argv) {
   bool failed = false;
   struct Summary {
     bool sync;
-    double engine, raw, engine_p50, engine_p99, raw_p50, raw_p99;
+    double engine, raw, engine_p50, engine_p99, raw_p50, raw_p99, max_bg;
   };
   std::vector<Summary> summaries;
   for (bool sync : flags.syncs) {
@@ -512,7 +577,10 @@ int main(int argc, char** argv) {
                 Median(collect(engine, p50)),
                 Median(collect(engine, p99)),
                 Median(collect(raw, p50)),
-                Median(collect(raw, p99))};
+                Median(collect(raw, p99)),
+                0.0};
+    for (const auto& s : engine) sum.max_bg = std::max(sum.max_bg, s.bg_cpu);
+    for (const auto& s : raw) sum.max_bg = std::max(sum.max_bg, s.bg_cpu);
     summaries.push_back(sum);
     for (const auto& s : engine) failed |= s.errors > 0 || s.writes == 0;
     for (const auto& s : raw) failed |= s.errors > 0 || s.writes == 0;
@@ -523,9 +591,10 @@ int main(int argc, char** argv) {
   for (const auto& s : summaries) {
     std::printf(
         "  sync=%-5s feedd %8.0f writes/s  raw %8.0f writes/s  feedd/raw %.2f   "
-        "commit p50/p99: feedd %.0f/%.0f us, raw %.0f/%.0f us\n",
+        "commit p50/p99: feedd %.0f/%.0f us, raw %.0f/%.0f us  (other processes used <= %.2f "
+        "cores)\n",
         s.sync ? "true" : "false", s.engine, s.raw, s.raw > 0 ? s.engine / s.raw : 0.0,
-        s.engine_p50, s.engine_p99, s.raw_p50, s.raw_p99);
+        s.engine_p50, s.engine_p99, s.raw_p50, s.raw_p99, s.max_bg);
   }
   std::printf("  command: %s\n", command.c_str());
   return failed ? 1 : 0;
