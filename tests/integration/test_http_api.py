@@ -468,6 +468,10 @@ class HttpApiTest(FeeddTestCase):
             self.assertStatus(r, 200, "query %r" % s)
             body = r[2]
             self.assertLessEqual(len(body["items"]), page_limit)
+            seen = {(x.get("postId"), x.get("id")) for x in out}
+            page = [(x.get("postId"), x.get("id")) for x in body["items"]]
+            self.assertFalse(seen & set(page), "page %d of %r (continuation %r) repeats items of earlier "
+                             "pages: %r" % (pages + 1, spec, cont, page))
             out.extend(body["items"])
             pages += 1
             cont = body["continuation"]
