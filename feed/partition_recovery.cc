@@ -1,6 +1,7 @@
 #include "feed/partition_recovery.h"
 
 #include <librdkafka/rdkafka.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <utility>
@@ -18,6 +19,9 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
     rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof(err));
   }
   rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  // consumer_poll() needs a group id; assign() never joins the group.
+  rd_kafka_conf_set(conf, "group.id", ("feedd-tail-reader-" + std::to_string(getpid())).c_str(),
+                    err, sizeof(err));
   rd_kafka_conf_set(conf, "fetch.wait.max.ms", "10", err, sizeof(err));
   rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
   if (consumer == nullptr) {

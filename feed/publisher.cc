@@ -172,6 +172,12 @@ class Publisher::Impl {
     rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
       static_cast<Impl*>(self)->OnDelivery(m);
     });
+    rd_kafka_conf_set_log_cb(
+        conf, [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
+          LogLevel l =
+              level <= 3 ? LogLevel::kError : (level <= 5 ? LogLevel::kWarning : LogLevel::kDebug);
+          if (LogEnabled(l)) Log(l, "kafka", std::string(fac) + ": " + buf);
+        });
     rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* self) {
       static_cast<Impl*>(self)->OnError(static_cast<rd_kafka_resp_err_t>(err), reason);
     });

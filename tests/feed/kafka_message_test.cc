@@ -1,0 +1,100 @@
+#include "feed/kafka_message.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace feedd {
+namespace {
+
+ChangeRecord Record(ChangeOp op, const std::string& before, const std::string& after) {
+  ChangeRecord r;
+  r.lsn = 42;
+  r.ts_ms = 1000;
+  r.op = op;
+  r.container = "posts";
+  r.partition_key = "p1";
+  r.id = "c1";
+  r.envelope_json = "{\"lsn\":42,\"op\":\"" + std::string(ChangeOpName(op)) +
+                    "\",\"container\":\"posts\",\"partitionKey\":\"p1\",\"id\":\"c1\",\"ts\":1000,"
+                    "\"before\":" +
+                    before + ",\"after\":" + after + "}";
+  return r;
+}
+
+TEST(KafkaMessageTest, NativeIsTheStoredEnvelope) {
+  KafkaOptions options;
+  ChangeRecord r = Record(ChangeOp::kCreate, "null", R"({"id":"c1","postId":"p1"})");
+  KafkaMessage m = EncodeChange(options, r);
+  EXPECT_EQ(m.topic, "feedd.posts");
+  EXPECT_EQ(m.key, "p1");
+  ASSERT_TRUE(m.value);
+  EXPECT_EQ(*m.value, r.envelope_json);
+  EXPECT_EQ(m.size_class, EnvelopeSize::kFull);
+}
+
+TEST(KafkaMessageTest, DebeziumFields) {
+  KafkaOptions options;
+  options.envelope = EnvelopeFormat::kDebezium;
+  options.instance_name = "node-a";
+  for (auto [op, code] : {std::pair{ChangeOp::kCreate, "c"}, std::pair{ChangeOp::kReplace, "u"},
+                          std::pair{ChangeOp::kDelete, "d"}}) {
+    std::string before = op == ChangeOp::kCreate ? "null" : R"({"id":"c1","v":1})";
+    std::string after = op == ChangeOp::kDelete ? "null" : R"({"id":"c1","v":2})";
+    KafkaMessage m = EncodeChange(options, Record(op, before, after));
+    auto v = boost::json::parse(*m.value).as_object();
+    EXPECT_EQ(v["op"].as_string(), code);
+    EXPECT_EQ(v["ts_ms"].to_number<int64_t>(), 1000);
+    EXPECT_EQ(boost::json::serialize(v["before"]), before);
+    EXPECT_EQ(boost::json::serialize(v["after"]), after);
+    auto& source = v["source"].as_object();
+    EXPECT_EQ(source["connector"].as_string(), "feedd");
+    EXPECT_EQ(source["name"].as_string(), "node-a");
+    EXPECT_EQ(source["container"].as_string(), "posts");
+    EXPECT_EQ(source["lsn"].to_number<int64_t>(), 42);
+    EXPECT_EQ(source["partitionKey"].as_string(), "p1");
+    EXPECT_EQ(source["id"].as_string(), "c1");
+  }
+}
+
+TEST(KafkaMessageTest, LargeEnvelopeDropsBeforeImageFirst) {
+  KafkaOptions options;
+  options.max_envelope_bytes = 1000;
+  std::string big = "{\"id\":\"c1\",\"pad\":\"" + std::string(900, 'x') + "\"}";
+  KafkaMessage m = EncodeChange(options, Record(ChangeOp::kReplace, big, R"({"id":"c1"})"));
+  EXPECT_EQ(m.size_class, EnvelopeSize::kBeforeOmitted);
+  auto v = boost::json::parse(*m.value).as_object();
+  EXPECT_TRUE(v["before"].is_null());
+  EXPECT_EQ(v["beforeOmitted"], true);
+  EXPECT_EQ(boost::json::serialize(v["after"]), R"({"id":"c1"})");
+  EXPECT_LE(m.value->size(), 1000u);
+}
+
+TEST(KafkaMessageTest, HugeEnvelopeBecomesReferenceOnly) {
+  KafkaOptions options;
+  options.max_envelope_bytes = 1000;
+  std::string big = "{\"id\":\"c1\",\"pad\":\"" + std::string(2000, 'x') + "\"}";
+  for (auto format : {EnvelopeFormat::kNative, EnvelopeFormat::kDebezium}) {
+    options.envelope = format;
+    KafkaMessage m = EncodeChange(options, Record(ChangeOp::kReplace, big, big));
+    EXPECT_EQ(m.size_class, EnvelopeSize::kReferenceOnly);
+    auto v = boost::json::parse(*m.value).as_object();
+    EXPECT_TRUE(v["before"].is_null());
+    EXPECT_TRUE(v["after"].is_null());
+    auto& flags = format == EnvelopeFormat::kNative ? v : v["source"].as_object();
+    EXPECT_EQ(flags["beforeOmitted"], true);
+    EXPECT_EQ(flags["afterOmitted"], true);
+  }
+}
+
+TEST(KafkaMessageTest, TombstoneHasKeyAndNoValue) {
+  KafkaOptions options;
+  options.topic_prefix = "x.";
+  KafkaMessage m = EncodeTombstone(options, Record(ChangeOp::kDelete, "{}", "null"));
+  EXPECT_EQ(m.topic, "x.posts");
+  EXPECT_EQ(m.key, "p1");
+  EXPECT_FALSE(m.value.has_value());
+}
+
+}  // namespace
+}  // namespace feedd
