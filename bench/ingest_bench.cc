@@ -18,7 +18,7 @@
 //
 // Usage: ingest_bench [--writers 64] [--runs 3] [--seconds 5 | --items N]
 //                     [--dir /tmp] [--sync true|false|both] [--item-bytes 1024]
-//                     [--wait-idle 10]
+//                     [--wait-idle 10] [--only feedd|raw]
 // Before each measurement it waits up to --wait-idle seconds for other
 // processes to go quiet, and it prints the CPU this process ("cpu") and all
 // others ("bg") used during each measurement, in cores.
@@ -64,7 +64,8 @@ struct Flags {
   std::string dir = "/tmp";
   std::vector<bool> syncs = {true, false};
   size_t item_bytes = 1024;
-  double wait_idle = 10;  // before each measurement, wait up to this long for a quiet box
+  double wait_idle = 10;          // before each measurement, wait up to this long for a quiet box
+  bool feedd = true, raw = true;  // --only feedd|raw (for profiling one side)
 };
 
 [[noreturn]] void Usage(const char* why) {
@@ -72,7 +73,7 @@ struct Flags {
                "ingest_bench: %s\n"
                "usage: ingest_bench [--writers N] [--runs N] [--seconds S | --items N]\n"
                "                    [--dir DIR] [--sync true|false|both] [--item-bytes N]\n"
-               "                    [--wait-idle SECONDS]\n",
+               "                    [--wait-idle SECONDS] [--only feedd|raw]\n",
                why);
   std::exit(2);
 }
@@ -102,6 +103,10 @@ Flags ParseFlags(int argc, char** argv) {
         f.items = std::stoull(value);
       } else if (arg == "--dir") {
         f.dir = value;
+      } else if (arg == "--only") {
+        if (value != "feedd" && value != "raw") Usage("--only takes feedd or raw");
+        f.feedd = value == "feedd";
+        f.raw = value == "raw";
       } else if (arg == "--wait-idle") {
         f.wait_idle = std::stod(value);
       } else if (arg == "--item-bytes") {
@@ -511,6 +516,7 @@ std::string FormatSeconds(double s) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
+  if (n == 0) return 0;
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -551,16 +557,22 @@ int main(int argc, char** argv) {
     std::vector<Sample> engine, raw;
     for (int run = 1; run <= flags.runs; ++run) {
       // Alternate which goes first so drift on the box hits both alike.
+      auto run_engine = [&] {
+        if (!flags.feedd) return;
+        engine.push_back(RunEngine(flags, sync));
+        PrintSample(run, "feedd", engine.back());
+      };
+      auto run_raw = [&] {
+        if (!flags.raw) return;
+        raw.push_back(RunRaw(flags, sync));
+        PrintSample(run, "raw", raw.back());
+      };
       if (run % 2 == 1) {
-        engine.push_back(RunEngine(flags, sync));
-        PrintSample(run, "feedd", engine.back());
-        raw.push_back(RunRaw(flags, sync));
-        PrintSample(run, "raw", raw.back());
+        run_engine();
+        run_raw();
       } else {
-        raw.push_back(RunRaw(flags, sync));
-        PrintSample(run, "raw", raw.back());
-        engine.push_back(RunEngine(flags, sync));
-        PrintSample(run, "feedd", engine.back());
+        run_raw();
+        run_engine();
       }
     }
     auto collect = [](const std::vector<Sample>& v, auto field) {
