@@ -1,0 +1,514 @@
+#include "daemon/options.h"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/container_spec.h"
+
+namespace feedd {
+namespace {
+
+namespace po = boost::program_options;
+
+// ---- Value parsers (the validators of the table) ----
+
+Status BadValue(std::string_view expected, std::string_view got) {
+  std::string message = "expected ";
+  message.append(expected);
+  message += ", got '";
+  message.append(got);
+  message += "'";
+  return Status(ErrorCode::kInvalidRequest, std::move(message));
+}
+
+Status ParseUint(std::string_view text, uint64_t min, uint64_t max, uint64_t* out) {
+  std::string expected = "an integer in " + std::to_string(min) + ".." + std::to_string(max);
+  if (text.empty() || text.size() > 20) return BadValue(expected, text);
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return BadValue(expected, text);
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return BadValue(expected, text);
+    value = value * 10 + digit;
+  }
+  if (value < min || value > max) return BadValue(expected, text);
+  *out = value;
+  return Status::Ok();
+}
+
+template <typename T>
+Status ParseUintInto(std::string_view text, uint64_t min, uint64_t max, T* out) {
+  uint64_t value = 0;
+  Status status = ParseUint(text, min, max, &value);
+  if (status.ok()) *out = static_cast<T>(value);
+  return status;
+}
+
+Status ParseBool(std::string_view text, bool* out) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") {
+    *out = true;
+  } else if (lower == "false" || lower == "0" || lower == "no" || lower == "off") {
+    *out = false;
+  } else {
+    return BadValue("true/false/1/0/yes/no/on/off", text);
+  }
+  return Status::Ok();
+}
+
+Status ParseHostPortInto(std::string_view text, HostPort* out) {
+  Result<HostPort> parsed = ParseHostPort(text);
+  if (!parsed.ok()) return parsed.status();
+  *out = std::move(*parsed);
+  return Status::Ok();
+}
+
+Status ParseNonEmpty(std::string_view text, std::string* out) {
+  if (text.empty()) return BadValue("a non-empty string", text);
+  *out = std::string(text);
+  return Status::Ok();
+}
+
+Status ParseKafkaBrokers(std::string_view text, std::string* out) {
+  if (text != "embedded") {
+    std::string_view rest = text;
+    while (true) {
+      size_t comma = rest.find(',');
+      Result<HostPort> broker = ParseHostPort(rest.substr(0, comma));
+      if (!broker.ok() || broker->port == 0) {
+        return BadValue("'embedded' or a list HOST:PORT,... with non-zero ports", text);
+      }
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+  }
+  *out = std::string(text);
+  return Status::Ok();
+}
+
+Status ParseTopicPrefix(std::string_view text, std::string* out) {
+  // Kafka topic names are [a-zA-Z0-9._-]{1,249}; container names add <= 63.
+  bool ok =
+      text.size() <= 180 && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+      });
+  if (!ok) return BadValue("at most 180 characters of [a-zA-Z0-9._-]", text);
+  *out = std::string(text);
+  return Status::Ok();
+}
+
+// ---- The option table: every option, declared once ----
+
+struct OptionSpec {
+  const char* name;  // "section.key"
+  const char* default_value;
+  const char* description;
+  Status (*apply)(std::string_view value, DaemonConfig& config);
+};
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+const OptionSpec kOptions[] = {
+    {"storage.data_dir", "./data", "directory of the RocksDB database",
+     [](std::string_view v, DaemonConfig& c) { return ParseNonEmpty(v, &c.store.data_dir); }},
+    {"storage.sync", "true", "acknowledge a write only once its WAL is fsynced",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.sync); }},
+    {"storage.max_item_bytes", "2097152", "largest serialized item, in bytes (1024..268435456)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 256 * kMiB, &c.store.max_item_bytes);
+     }},
+    {"storage.before_images", "true", "store the previous version of an item in its change record",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.before_images); }},
+    {"storage.block_cache_mb", "256", "RocksDB block cache, in MiB (1..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 1, 65536, &mb);
+       if (s.ok()) c.store.block_cache_bytes = static_cast<size_t>(mb * kMiB);
+       return s;
+     }},
+    {"feed.retention_hours", "168", "drop changes older than this many hours (0 = no age limit)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t hours = 0;
+       Status s = ParseUint(v, 0, 10 * 365 * 24, &hours);
+       if (s.ok()) c.store.retention_ms = hours * 3600 * 1000;
+       return s;
+     }},
+    {"feed.retention_mb", "0", "keep at most this many MiB of changes (0 = no size limit)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 0, 1024 * 1024 * 1024, &mb);
+       if (s.ok()) c.store.retention_bytes = mb * kMiB;
+       return s;
+     }},
+    {"feed.retention_interval_ms", "10000", "how often retention runs, in ms (100..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 100, 3600000, &c.store.retention_interval_ms);
+     }},
+    {"http.listen", "127.0.0.1:8080", "HTTP API address HOST:PORT (port 0 picks a free port)",
+     [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.http_listen); }},
+    {"http.threads", "2", "HTTP I/O threads (1..64)",
+     [](std::string_view v, DaemonConfig& c) { return ParseUintInto(v, 1, 64, &c.http_threads); }},
+    {"http.max_request_bytes", "8388608",
+     "largest request body, in bytes; larger is 413 (1024..1073741824)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 1024 * kMiB, &c.http_max_request_bytes);
+     }},
+    {"http.idle_timeout_seconds", "60", "close a connection idle this long (1..86400)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 86400, &c.http_idle_timeout_seconds);
+     }},
+    {"http.shutdown_grace_seconds", "10",
+     "on stop, wait this long for in-flight requests (0..3600)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600, &c.http_shutdown_grace_seconds);
+     }},
+    {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
+     [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
+    {"log.level", "info", "debug, info, warning or error",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseLogLevel(v, &c.log_level) ? Status::Ok()
+                                             : BadValue("debug, info, warning or error", v);
+     }},
+    {"kafka.brokers", "embedded",
+     "'embedded' (in-process broker on loopback) or a bootstrap list HOST:PORT,...",
+     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka_brokers); }},
+    {"kafka.topic_prefix", "feedd.", "Kafka topic of a container: <prefix><container>",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseTopicPrefix(v, &c.kafka_topic_prefix);
+     }},
+    {"ready_file", "", "once serving, write the bound addresses to this file (JSON)",
+     [](std::string_view v, DaemonConfig& c) {
+       c.ready_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"instance.name", "feedd", "name of this daemon (Kafka source.name, metrics)",
+     [](std::string_view v, DaemonConfig& c) { return ParseNonEmpty(v, &c.instance_name); }},
+};
+
+// Command-line spellings from the contract, and the option each stands for.
+struct Alias {
+  const char* name;
+  const char* option;
+};
+const Alias kAliases[] = {
+    {"data-dir", "storage.data_dir"},
+    {"listen", "http.listen"},
+    {"metrics-listen", "metrics.listen"},
+    {"ready-file", "ready_file"},
+};
+
+std::string EnvName(std::string_view option) {
+  std::string out = "FEEDD_";
+  for (char c : option) {
+    out += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+Status ConfigError(std::string message) {
+  return Status(ErrorCode::kInvalidRequest, std::move(message));
+}
+
+po::options_description ConfigDescription() {
+  po::options_description desc(
+      "Configuration options (INI [section] key, --section.key, "
+      "FEEDD_SECTION_KEY)");
+  for (const OptionSpec& spec : kOptions) {
+    desc.add_options()(spec.name, po::value<std::string>()->default_value(spec.default_value),
+                       spec.description);
+  }
+  return desc;
+}
+
+po::options_description CommandLineOnlyDescription() {
+  po::options_description desc("Command line");
+  desc.add_options()                                           //
+      ("help", "print this help and exit")                     //
+      ("version", "print the version and exit")                //
+      ("check-config", "validate the configuration and exit")  //
+      ("config", po::value<std::string>(), "INI configuration file");
+  for (const Alias& alias : kAliases) {
+    std::string help = "same as --";
+    help += alias.option;
+    desc.add_options()(alias.name, po::value<std::string>(), help.c_str());
+  }
+  return desc;
+}
+
+// A key that is not in the table: container.*, kafka.* or processor.*.
+struct DynamicKey {
+  std::string name;
+  std::string value;
+};
+
+// Splits "container.<name>.<key>" into name and key; false when malformed.
+bool SplitContainerKey(std::string_view key, std::string* name, std::string* field) {
+  std::string_view rest = key.substr(std::string_view("container.").size());
+  size_t dot = rest.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == rest.size()) return false;
+  *name = std::string(rest.substr(0, dot));
+  *field = std::string(rest.substr(dot + 1));
+  return true;
+}
+
+bool IsDynamic(std::string_view key) {
+  return key.starts_with("container.") || key.starts_with("kafka.") ||
+         key.starts_with("processor.");
+}
+
+// Adds `key` to `out`, rejecting a repeated key from the same source.
+Status AddDynamic(const std::string& key, const std::vector<std::string>& values,
+                  std::string_view source, std::vector<DynamicKey>* out) {
+  if (values.size() != 1) {
+    return ConfigError("option " + key + " needs a value (" + std::string(source) + ": use --" +
+                       key + "=VALUE)");
+  }
+  for (const DynamicKey& existing : *out) {
+    if (existing.name == key) {
+      return ConfigError("option " + key + " is given more than once in " + std::string(source));
+    }
+  }
+  out->push_back({key, values.front()});
+  return Status::Ok();
+}
+
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())) != 0) {
+      item.remove_prefix(1);
+    }
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())) != 0) {
+      item.remove_suffix(1);
+    }
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// Applies the dynamic keys (file first, then command line, which wins).
+Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
+  struct Declared {
+    std::string name;
+    std::optional<std::string> partition_key;
+    std::optional<std::string> indexes;
+  };
+  std::vector<Declared> containers;  // in order of first declaration
+  for (const DynamicKey& key : keys) {
+    bool kafka = key.name.starts_with("kafka.");
+    if (kafka || key.name.starts_with("processor.")) {
+      std::string rest = key.name.substr(kafka ? 6 : 10);
+      if (rest.empty()) return ConfigError("unknown option " + key.name);
+      (kafka ? config->kafka_properties : config->processor_settings)[rest] = key.value;
+      continue;
+    }
+    std::string name;
+    std::string field;
+    if (!SplitContainerKey(key.name, &name, &field) ||
+        (field != "partition_key" && field != "indexes")) {
+      return ConfigError("unknown option " + key.name +
+                         " (a container takes container.<name>.partition_key and "
+                         "container.<name>.indexes)");
+    }
+    auto it = std::find_if(containers.begin(), containers.end(),
+                           [&](const Declared& d) { return d.name == name; });
+    if (it == containers.end()) it = containers.insert(containers.end(), Declared{name, {}, {}});
+    (field == "partition_key" ? it->partition_key : it->indexes) = key.value;
+  }
+
+  if (containers.empty()) {
+    config->store.containers = DefaultContainers();
+    return Status::Ok();
+  }
+  config->store.containers.clear();
+  for (const Declared& declared : containers) {
+    if (!declared.partition_key) {
+      return ConfigError("invalid container " + declared.name + ": container." + declared.name +
+                         ".partition_key is required");
+    }
+    ContainerSpec spec;
+    spec.name = declared.name;
+    spec.partition_key_path = *declared.partition_key;
+    if (declared.indexes) spec.index_paths = SplitList(*declared.indexes);
+    Status status = ValidateContainerSpec(spec);
+    if (!status.ok()) {
+      return ConfigError("invalid container " + declared.name + ": " + status.message());
+    }
+    config->store.containers.push_back(std::move(spec));
+  }
+  return Status::Ok();
+}
+
+// Applies every table option from `values` (defaults included).
+Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
+  for (const OptionSpec& spec : kOptions) {
+    const std::string& text = values[spec.name].as<std::string>();
+    Status status = spec.apply(text, *config);
+    if (!status.ok()) {
+      return ConfigError(std::string("invalid value for ") + spec.name + ": " + status.message());
+    }
+  }
+  if (config->http_listen.port != 0 && config->http_listen.port == config->metrics_listen.port &&
+      config->http_listen.host == config->metrics_listen.host) {
+    return ConfigError("invalid value for metrics.listen: " + config->metrics_listen.ToString() +
+                       " is also http.listen");
+  }
+  return Status::Ok();
+}
+
+Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const char* const* envp,
+                                       CommandFlags* flags) {
+  po::options_description config_desc = ConfigDescription();
+  po::options_description cli_desc;
+  cli_desc.add(CommandLineOnlyDescription()).add(config_desc);
+
+  po::variables_map values;
+  std::vector<DynamicKey> file_keys;
+  std::vector<DynamicKey> cli_keys;
+  DaemonConfig config;
+
+  // 1. Command line.
+  int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  po::parsed_options cli =
+      po::command_line_parser(argc, argv).options(cli_desc).style(style).allow_unregistered().run();
+  po::parsed_options cli_config(&config_desc);
+  for (po::option& option : cli.options) {
+    const std::string& key = option.string_key;
+    if (option.position_key != -1) {
+      return ConfigError("unexpected argument '" + option.value.front() +
+                         "' (options take the form --NAME=VALUE)");
+    }
+    if (option.unregistered) {
+      if (!IsDynamic(key)) {
+        std::string token = option.original_tokens.empty() ? key : option.original_tokens.front();
+        return ConfigError("unknown option " + token.substr(0, token.find('=')));
+      }
+      Status status = AddDynamic(key, option.value, "command line", &cli_keys);
+      if (!status.ok()) return status;
+      continue;
+    }
+    if (key == "help") {
+      flags->help = true;
+    } else if (key == "version") {
+      flags->version = true;
+    } else if (key == "check-config") {
+      flags->check_config = true;
+    } else if (key == "config") {
+      config.config_file = option.value.front();
+    } else {
+      auto alias = std::find_if(std::begin(kAliases), std::end(kAliases),
+                                [&](const Alias& a) { return key == a.name; });
+      if (alias != std::end(kAliases)) option.string_key = alias->option;
+      cli_config.options.push_back(std::move(option));
+    }
+  }
+  if (flags->help || flags->version) {
+    po::store(po::parsed_options(&config_desc), values);
+    Status status = ApplyTable(values, &config);
+    if (!status.ok()) return status;
+    config.store.containers = DefaultContainers();
+    return config;
+  }
+  po::store(cli_config, values);
+
+  // 2. Environment.
+  std::unordered_map<std::string, std::string> env_to_option;
+  for (const OptionSpec& spec : kOptions) env_to_option.emplace(EnvName(spec.name), spec.name);
+  po::parsed_options env(&config_desc);
+  for (const char* const* entry = envp; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view var(*entry);
+    size_t eq = var.find('=');
+    if (eq == std::string_view::npos || !var.starts_with("FEEDD_")) continue;
+    auto it = env_to_option.find(std::string(var.substr(0, eq)));
+    if (it == env_to_option.end()) continue;
+    env.options.emplace_back(it->second, std::vector<std::string>{std::string(var.substr(eq + 1))});
+  }
+  po::store(env, values);
+
+  // 3. Config file.
+  if (!config.config_file.empty()) {
+    std::ifstream file(config.config_file);
+    if (!file) {
+      return ConfigError("cannot open config file " + config.config_file + ": " +
+                         std::strerror(errno));
+    }
+    po::parsed_options parsed = po::parse_config_file(file, config_desc, true);
+    po::parsed_options file_config(&config_desc);
+    for (po::option& option : parsed.options) {
+      if (!option.unregistered) {
+        file_config.options.push_back(std::move(option));
+        continue;
+      }
+      if (!IsDynamic(option.string_key)) {
+        return ConfigError("unknown option " + option.string_key + " in " + config.config_file);
+      }
+      Status status = AddDynamic(option.string_key, option.value, config.config_file, &file_keys);
+      if (!status.ok()) return status;
+    }
+    po::store(file_config, values);
+  }
+
+  // 4. Defaults were filled in by po::store; validate and apply everything.
+  Status status = ApplyTable(values, &config);
+  if (!status.ok()) return status;
+  std::vector<DynamicKey> dynamic = std::move(file_keys);
+  for (DynamicKey& key : cli_keys) {
+    auto it = std::find_if(dynamic.begin(), dynamic.end(),
+                           [&](const DynamicKey& k) { return k.name == key.name; });
+    if (it != dynamic.end()) {
+      it->value = std::move(key.value);
+    } else {
+      dynamic.push_back(std::move(key));
+    }
+  }
+  status = ApplyDynamic(dynamic, &config);
+  if (!status.ok()) return status;
+  return config;
+}
+
+}  // namespace
+
+Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* const* envp,
+                                CommandFlags* flags) {
+  *flags = CommandFlags();
+  try {
+    return LoadConfigOrThrow(argc, argv, envp, flags);
+  } catch (const po::error& e) {
+    return ConfigError(e.what());
+  } catch (const std::exception& e) {
+    return ConfigError(std::string("cannot read the configuration: ") + e.what());
+  }
+}
+
+std::string OptionsHelp() {
+  std::ostringstream out;
+  out << "Usage: feedd [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
+         "             [--metrics-listen HOST:PORT] [--kafka.brokers embedded|HOST:PORT,...]\n"
+         "             [--ready-file PATH] [--<section>.<key>=VALUE ...]\n\n"
+      << CommandLineOnlyDescription() << "\n"
+      << ConfigDescription() << "\n"
+      << "Dynamic keys (INI or --KEY=VALUE on the command line):\n"
+         "  container.<name>.partition_key  JSON Pointer of the partition key (declaring any\n"
+         "                                  container replaces the default containers)\n"
+         "  container.<name>.indexes        comma-separated JSON Pointers to index\n"
+         "  kafka.<property>                librdkafka property, passed through\n"
+         "  processor.<name>.<key>          processor settings\n";
+  return out.str();
+}
+
+}  // namespace feedd

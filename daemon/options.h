@@ -1,0 +1,81 @@
+// DaemonConfig and LoadConfig(): feedd's configuration, read from the command
+// line, the environment and an INI file.
+//
+// Every option is declared once, in the table in options.cc (name
+// "section.key", default, description, validator), and turned into
+// Boost.Program_options descriptions. Precedence, highest first:
+//   1. command line   --section.key=VALUE (plus the contract's short aliases
+//                     --data-dir, --listen, --metrics-listen, --ready-file)
+//   2. environment    FEEDD_SECTION_KEY (upper-case name, '.' -> '_')
+//   3. config file    --config FILE, INI with [section] headers
+//   4. the declared default
+// Dynamic keys, from the config file or the command line (--KEY=VALUE form):
+//   container.<name>.partition_key / .indexes  containers (replace the
+//                                              defaults when any is declared)
+//   kafka.<property>                           passed through to librdkafka
+//   processor.<name>.<key>                     read by processors/
+// Any other unknown option is an error.
+//
+// Thread-safety: LoadConfig() is a pure function of its arguments (it reads
+// only the named config file). DaemonConfig is a plain value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "daemon/host_port.h"
+#include "storage/store_options.h"
+#include "util/logging.h"
+#include "util/status.h"
+
+namespace feedd {
+
+// Filled by LoadConfig(); the defaults live in the option table (options.cc).
+struct DaemonConfig {
+  std::string config_file;  // --config, "" when none
+
+  StoreOptions store;  // storage.*, feed.* and the containers
+
+  HostPort http_listen;
+  uint32_t http_threads = 0;
+  uint64_t http_max_request_bytes = 0;
+  uint32_t http_idle_timeout_seconds = 0;
+  uint32_t http_shutdown_grace_seconds = 0;
+
+  HostPort metrics_listen;
+
+  LogLevel log_level = LogLevel::kInfo;
+
+  std::string kafka_brokers;  // "embedded" or a bootstrap list HOST:PORT,...
+  std::string kafka_topic_prefix;
+  // Every other kafka.<property>, keyed by <property> (e.g. "linger.ms").
+  std::map<std::string, std::string> kafka_properties;
+
+  // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind").
+  std::map<std::string, std::string> processor_settings;
+
+  std::string ready_file;  // "" when none
+  std::string instance_name;
+};
+
+// What the command line asked for besides running the daemon.
+struct CommandFlags {
+  bool help = false;          // --help: print OptionsHelp() and exit 0
+  bool version = false;       // --version: print "feedd FEEDD_VERSION" and exit 0
+  bool check_config = false;  // --check-config: validate, report, exit
+};
+
+// Reads the configuration. `envp` is a null-terminated "NAME=VALUE" array
+// (may be null). On error the Status (invalid_request) names the bad option,
+// e.g. "invalid value for http.threads: expected an integer in 1..64, got '0'".
+// When --help or --version is given, neither the environment nor a config
+// file is read and the returned configuration holds the defaults.
+// REQUIRES: flags != nullptr.
+Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* const* envp,
+                                CommandFlags* flags);
+
+// The --help text: usage line and every option with default and description.
+std::string OptionsHelp();
+
+}  // namespace feedd

@@ -1,0 +1,6 @@
+# Unit tests of daemon/ (included from tests/unit/CMakeLists.txt).
+add_executable(options_test ${CMAKE_CURRENT_LIST_DIR}/options_test.cc)
+target_link_libraries(options_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(options_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,313 @@
+// Tests of daemon/options.h: precedence (command line > environment > file >
+// default), aliases, validation messages naming the option, containers and
+// pass-through keys.
+#include "daemon/options.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace feedd {
+namespace {
+
+class OptionsTest : public ::testing::Test {
+ protected:
+  // Loads the configuration from args_ (after "feedd") and env_.
+  Result<DaemonConfig> Load() {
+    std::vector<const char*> argv{"feedd"};
+    for (const std::string& arg : args_) argv.push_back(arg.c_str());
+    std::vector<const char*> envp;
+    for (const std::string& var : env_) envp.push_back(var.c_str());
+    envp.push_back(nullptr);
+    return LoadConfig(static_cast<int>(argv.size()), argv.data(), envp.data(), &flags_);
+  }
+
+  // Loads and expects success.
+  DaemonConfig LoadOk() {
+    Result<DaemonConfig> config = Load();
+    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    return config.ok() ? *config : DaemonConfig();
+  }
+
+  // Loads and expects an error whose message contains `needle`.
+  void ExpectError(const std::string& needle) {
+    Result<DaemonConfig> config = Load();
+    ASSERT_FALSE(config.ok()) << "expected an error mentioning " << needle;
+    EXPECT_NE(config.status().message().find(needle), std::string::npos)
+        << config.status().message();
+  }
+
+  // Writes `content` to a config file and adds --config FILE.
+  void UseConfigFile(const std::string& content) {
+    std::string path = ::testing::TempDir() + "feedd_options_test_" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".conf";
+    std::ofstream(path) << content;
+    args_.push_back("--config=" + path);
+  }
+
+  std::vector<std::string> args_;
+  std::vector<std::string> env_;
+  CommandFlags flags_;
+};
+
+TEST_F(OptionsTest, DefaultsWithoutAnySource) {
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.data_dir, "./data");
+  EXPECT_TRUE(config.store.sync);
+  EXPECT_EQ(config.store.max_item_bytes, 2097152u);
+  EXPECT_TRUE(config.store.before_images);
+  EXPECT_EQ(config.store.block_cache_bytes, 256u * 1024 * 1024);
+  EXPECT_EQ(config.store.retention_ms, 168ull * 3600 * 1000);
+  EXPECT_EQ(config.store.retention_bytes, 0u);
+  EXPECT_EQ(config.store.retention_interval_ms, 10000u);
+  EXPECT_EQ(config.http_listen.ToString(), "127.0.0.1:8080");
+  EXPECT_EQ(config.http_threads, 2u);
+  EXPECT_EQ(config.http_max_request_bytes, 8388608u);
+  EXPECT_EQ(config.http_idle_timeout_seconds, 60u);
+  EXPECT_EQ(config.http_shutdown_grace_seconds, 10u);
+  EXPECT_EQ(config.metrics_listen.ToString(), "127.0.0.1:9464");
+  EXPECT_EQ(config.log_level, LogLevel::kInfo);
+  EXPECT_EQ(config.kafka_brokers, "embedded");
+  EXPECT_EQ(config.kafka_topic_prefix, "feedd.");
+  EXPECT_TRUE(config.kafka_properties.empty());
+  EXPECT_EQ(config.ready_file, "");
+  EXPECT_EQ(config.instance_name, "feedd");
+  ASSERT_EQ(config.store.containers.size(), DefaultContainers().size());
+  EXPECT_EQ(config.store.containers[1].name, "posts");
+  EXPECT_FALSE(flags_.help || flags_.version || flags_.check_config);
+}
+
+TEST_F(OptionsTest, CommandLineOverEnvironmentOverFileOverDefault) {
+  UseConfigFile("[http]\nthreads = 3\n");
+  env_ = {"FEEDD_HTTP_THREADS=4"};
+  args_.push_back("--http.threads=5");
+  EXPECT_EQ(LoadOk().http_threads, 5u);
+
+  args_.pop_back();
+  EXPECT_EQ(LoadOk().http_threads, 4u);
+
+  env_.clear();
+  EXPECT_EQ(LoadOk().http_threads, 3u);
+
+  args_.clear();
+  EXPECT_EQ(LoadOk().http_threads, 2u);
+}
+
+TEST_F(OptionsTest, EnvironmentNamesDeriveFromOptionNames) {
+  env_ = {"FEEDD_STORAGE_DATA_DIR=/env/data", "FEEDD_READY_FILE=/run/ready",
+          "FEEDD_LOG_LEVEL=debug", "FEEDD_UNRELATED=1", "PATH=/bin"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.data_dir, "/env/data");
+  EXPECT_EQ(config.ready_file, "/run/ready");
+  EXPECT_EQ(config.log_level, LogLevel::kDebug);
+}
+
+TEST_F(OptionsTest, ContractAliases) {
+  args_ = {"--data-dir",
+           "/d",
+           "--listen=0.0.0.0:0",
+           "--metrics-listen=127.0.0.1:0",
+           "--ready-file=/tmp/ready",
+           "--kafka.brokers=k1:9092,k2:9092"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.data_dir, "/d");
+  EXPECT_EQ(config.http_listen.host, "0.0.0.0");
+  EXPECT_EQ(config.http_listen.port, 0);
+  EXPECT_EQ(config.metrics_listen.port, 0);
+  EXPECT_EQ(config.ready_file, "/tmp/ready");
+  EXPECT_EQ(config.kafka_brokers, "k1:9092,k2:9092");
+}
+
+TEST_F(OptionsTest, AliasAndOptionTogetherIsAnError) {
+  args_ = {"--data-dir=/a", "--storage.data_dir=/b"};
+  ExpectError("storage.data_dir");
+}
+
+TEST_F(OptionsTest, Flags) {
+  args_ = {"--check-config"};
+  EXPECT_TRUE(Load().ok());
+  EXPECT_TRUE(flags_.check_config);
+
+  args_ = {"--help", "--http.threads=0"};  // help does not validate
+  EXPECT_TRUE(Load().ok());
+  EXPECT_TRUE(flags_.help);
+
+  args_ = {"--version"};
+  EXPECT_TRUE(Load().ok());
+  EXPECT_TRUE(flags_.version);
+  EXPECT_FALSE(flags_.help);
+}
+
+TEST_F(OptionsTest, InvalidValuesNameTheOption) {
+  args_ = {"--check-config", "--http.threads=0"};
+  ExpectError("invalid value for http.threads: expected an integer in 1..64, got '0'");
+  EXPECT_TRUE(flags_.check_config);
+
+  args_ = {"--http.threads=65"};
+  ExpectError("http.threads");
+  args_ = {"--storage.max_item_bytes=12x"};
+  ExpectError("storage.max_item_bytes");
+  args_ = {"--storage.sync=maybe"};
+  ExpectError("storage.sync");
+  args_ = {"--log.level=verbose"};
+  ExpectError("log.level");
+  args_ = {"--kafka.brokers=host"};
+  ExpectError("kafka.brokers");
+  args_ = {"--kafka.topic_prefix=a b"};
+  ExpectError("kafka.topic_prefix");
+  args_ = {"--instance.name="};
+  ExpectError("instance.name");
+
+  env_ = {"FEEDD_FEED_RETENTION_HOURS=-1"};
+  args_.clear();
+  ExpectError("feed.retention_hours");
+
+  env_.clear();
+  UseConfigFile("[http]\nidle_timeout_seconds = 0\n");
+  ExpectError("http.idle_timeout_seconds");
+}
+
+TEST_F(OptionsTest, Booleans) {
+  for (const char* yes : {"true", "1", "yes", "on", "TRUE", "On"}) {
+    args_ = {std::string("--storage.before_images=") + yes};
+    EXPECT_TRUE(LoadOk().store.before_images) << yes;
+  }
+  for (const char* no : {"false", "0", "no", "off", "False"}) {
+    args_ = {std::string("--storage.sync=") + no};
+    EXPECT_FALSE(LoadOk().store.sync) << no;
+  }
+}
+
+TEST_F(OptionsTest, HostPortValidation) {
+  for (const char* good : {"127.0.0.1:0", "localhost:8080", "[::1]:65535", "0.0.0.0:1"}) {
+    args_ = {std::string("--http.listen=") + good};
+    EXPECT_TRUE(Load().ok()) << good;
+  }
+  args_ = {"--listen=[::1]:80"};
+  EXPECT_EQ(LoadOk().http_listen.host, "::1");
+  for (const char* bad :
+       {"localhost", "1.2.3.4:65536", ":80", "::1:80", "host:", "host:-1", "[::1:80", "a b:1"}) {
+    args_ = {std::string("--http.listen=") + bad};
+    ExpectError("invalid value for http.listen");
+  }
+  args_ = {"--metrics-listen=127.0.0.1:8080"};  // the same as http.listen
+  ExpectError("metrics.listen");
+}
+
+TEST_F(OptionsTest, UnitConversions) {
+  args_ = {"--feed.retention_hours=2", "--feed.retention_mb=3", "--storage.block_cache_mb=4"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.retention_ms, 2ull * 3600 * 1000);
+  EXPECT_EQ(config.store.retention_bytes, 3ull * 1024 * 1024);
+  EXPECT_EQ(config.store.block_cache_bytes, 4u * 1024 * 1024);
+}
+
+TEST_F(OptionsTest, ContainersFromIniReplaceTheDefaults) {
+  UseConfigFile(
+      "[storage]\ndata_dir = /srv/feedd\n"
+      "[container.users]\npartition_key = /userId\n"
+      "[container.posts]\npartition_key = /postId\nindexes = /userId, /meta/lang\n");
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.data_dir, "/srv/feedd");
+  ASSERT_EQ(config.store.containers.size(), 2u);
+  EXPECT_EQ(config.store.containers[0].name, "users");
+  EXPECT_EQ(config.store.containers[0].partition_key_path, "/userId");
+  EXPECT_TRUE(config.store.containers[0].index_paths.empty());
+  EXPECT_EQ(config.store.containers[1].name, "posts");
+  EXPECT_EQ(config.store.containers[1].index_paths,
+            (std::vector<std::string>{"/userId", "/meta/lang"}));
+}
+
+TEST_F(OptionsTest, ContainersFromTheCommandLineOverrideTheFile) {
+  UseConfigFile("[container.users]\npartition_key = /userId\n");
+  args_.push_back("--container.users.partition_key=/uid");
+  args_.push_back("--container.likes.partition_key=/postId");
+  args_.push_back("--container.likes.indexes=/userId");
+  DaemonConfig config = LoadOk();
+  ASSERT_EQ(config.store.containers.size(), 2u);
+  EXPECT_EQ(config.store.containers[0].partition_key_path, "/uid");
+  EXPECT_EQ(config.store.containers[1].name, "likes");
+  EXPECT_EQ(config.store.containers[1].index_paths, std::vector<std::string>{"/userId"});
+}
+
+TEST_F(OptionsTest, BadContainers) {
+  args_ = {"--container.users.indexes=/a"};
+  ExpectError("container.users.partition_key is required");
+  args_ = {"--container.Users.partition_key=/id"};
+  ExpectError("invalid container Users");
+  args_ = {"--container.users.partition_key=userId"};
+  ExpectError("invalid container users");
+  args_ = {"--container.users.color=blue"};
+  ExpectError("unknown option container.users.color");
+  args_ = {"--container.users.partition_key", "/id"};  // needs --KEY=VALUE
+  ExpectError("container.users.partition_key needs a value");
+}
+
+TEST_F(OptionsTest, UnknownOptionsAreErrors) {
+  args_ = {"--bogus=1"};
+  ExpectError("unknown option --bogus");
+  args_ = {"--http.thread=2"};
+  ExpectError("unknown option --http.thread");
+  args_ = {"--data=/x"};  // no guessing of abbreviations
+  ExpectError("--data");
+  args_ = {"stray"};
+  ExpectError("unexpected argument 'stray'");
+  args_.clear();
+  UseConfigFile("[http]\nfoo = 1\n");
+  ExpectError("unknown option http.foo");
+}
+
+TEST_F(OptionsTest, KafkaAndProcessorKeysArePassedThrough) {
+  UseConfigFile(
+      "[kafka]\nbrokers = k:9092\nlinger.ms = 5\nacks = 1\n[processor.views]\nkind = copy\n");
+  args_.push_back("--kafka.acks=all");
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.kafka_brokers, "k:9092");
+  EXPECT_EQ(config.kafka_properties,
+            (std::map<std::string, std::string>{{"acks", "all"}, {"linger.ms", "5"}}));
+  EXPECT_EQ(config.processor_settings,
+            (std::map<std::string, std::string>{{"views.kind", "copy"}}));
+}
+
+TEST_F(OptionsTest, MissingConfigFile) {
+  args_ = {"--config=/nonexistent/feedd.conf"};
+  ExpectError("cannot open config file /nonexistent/feedd.conf");
+}
+
+TEST_F(OptionsTest, RepeatedOptionInTheFile) {
+  UseConfigFile("[http]\nthreads = 3\nthreads = 4\n");
+  ExpectError("http.threads");
+}
+
+TEST_F(OptionsTest, HelpListsEveryOption) {
+  std::string help = OptionsHelp();
+  for (const char* name : {"storage.data_dir",
+                           "storage.sync",
+                           "storage.max_item_bytes",
+                           "storage.before_images",
+                           "storage.block_cache_mb",
+                           "feed.retention_hours",
+                           "feed.retention_mb",
+                           "feed.retention_interval_ms",
+                           "http.listen",
+                           "http.threads",
+                           "http.max_request_bytes",
+                           "http.idle_timeout_seconds",
+                           "http.shutdown_grace_seconds",
+                           "metrics.listen",
+                           "log.level",
+                           "kafka.brokers",
+                           "kafka.topic_prefix",
+                           "ready_file",
+                           "instance.name",
+                           "--data-dir",
+                           "--check-config",
+                           "container.<name>.partition_key"}) {
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+  }
+}
+
+}  // namespace
+}  // namespace feedd
