@@ -1,0 +1,88 @@
+// The interface between the HTTP server (http_server.h) and what answers
+// requests (api_router.h): plain request/response values, a Responder that
+// delivers exactly one response, and the HttpHandler the server calls.
+// Nothing here depends on Boost.Beast.
+//
+// Concurrency
+//   HttpHandler::Handle() runs on an I/O thread and must not block. It may
+//   complete the Responder later, from any thread (e.g. the storage commit
+//   thread); the server moves the response back to the connection's strand.
+//
+// Ownership
+//   A Responder is move-only and owns the right to answer one request; it
+//   keeps the connection alive until it is used or destroyed. Destroying an
+//   unused Responder abandons the request: the server answers 500 `internal`
+//   (and logs it as a bug) unless it is shutting down, so a lost callback
+//   never hangs a client.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace feedd {
+
+enum class HttpMethod { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
+
+struct HttpHeader {
+  std::string name;
+  std::string value;
+};
+
+struct HttpRequest {
+  HttpMethod method = HttpMethod::kGet;
+  std::string target;  // origin-form, e.g. "/v1/changefeed?from=now"
+  std::vector<HttpHeader> headers;
+  std::string body;
+
+  // The first header named `name` (ASCII case-insensitive), or nullopt.
+  std::optional<std::string_view> Header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::vector<HttpHeader> headers;  // besides Content-Type/Length, Connection
+  std::string body;                 // JSON; must be empty for 204
+};
+
+// Implemented by the server's connection; both may be called from any thread.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  virtual void Deliver(HttpResponse response) = 0;
+  // The Responder was destroyed unused.
+  virtual void Abandon() = 0;
+};
+
+class Responder {
+ public:
+  explicit Responder(std::shared_ptr<ResponseSink> sink) : sink_(std::move(sink)) {}
+  Responder(Responder&& other) noexcept = default;
+  Responder& operator=(Responder&& other) noexcept;
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  ~Responder();
+
+  // Answers the request. REQUIRES: not sent yet.
+  void Send(HttpResponse response);
+  bool sent() const { return sink_ == nullptr; }
+
+ private:
+  std::shared_ptr<ResponseSink> sink_;
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  // Called on an I/O thread for every request. Must complete `responder`
+  // exactly once, now or later, from any thread.
+  virtual void Handle(HttpRequest request, Responder responder) = 0;
+  // Called once when the server starts stopping (acceptor closed): requests
+  // that are parked waiting (long polls) should be answered now.
+  virtual void OnServerStopping() = 0;
+};
+
+}  // namespace feedd

@@ -1,0 +1,470 @@
+#include "daemon/http_server.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// After a 413 or a malformed request the client may still be sending: read
+// and discard for a while so that closing does not reset the connection
+// before the client has read the answer.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+constexpr size_t kLingerMaxBytes = 16 * 1024 * 1024;
+constexpr size_t kLingerChunk = 16 * 1024;
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
+
+class Session;
+
+// What the server and its sessions share; outlives both.
+struct ServerState {
+  HttpHandler* handler = nullptr;
+  size_t max_request_bytes = 0;
+  std::chrono::seconds idle_timeout{0};
+  std::atomic<bool> stopping{false};  // answer in-flight requests, then close
+  std::atomic<bool> stopped{false};   // I/O threads are gone: drop responses
+  std::atomic<int64_t> in_flight{0};
+
+  std::mutex mu;
+  std::condition_variable sessions_changed;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
+};
+
+HttpMethod ToMethod(http::verb verb) {
+  switch (verb) {
+    case http::verb::get:
+      return HttpMethod::kGet;
+    case http::verb::head:
+      return HttpMethod::kHead;
+    case http::verb::post:
+      return HttpMethod::kPost;
+    case http::verb::put:
+      return HttpMethod::kPut;
+    case http::verb::patch:
+      return HttpMethod::kPatch;
+    case http::verb::delete_:
+      return HttpMethod::kDelete;
+    case http::verb::options:
+      return HttpMethod::kOptions;
+    default:
+      return HttpMethod::kOther;
+  }
+}
+
+// An error answered by the server itself. `message` must not need escaping.
+HttpResponse ServerError(int status, std::string_view code, std::string_view message) {
+  HttpResponse response;
+  response.status = status;
+  response.body = R"({"error":{"code":")";
+  response.body.append(code);
+  response.body += R"(","message":")";
+  response.body.append(message);
+  response.body += R"("}})";
+  return response;
+}
+
+// One connection. Every member is used on the connection's strand only,
+// except Deliver(), Abandon() and OnServerStopping(), which post to it.
+class Session : public std::enable_shared_from_this<Session>, public ResponseSink {
+ public:
+  Session(tcp::socket&& socket, std::shared_ptr<ServerState> state)
+      : stream_(std::move(socket)), state_(std::move(state)) {}
+
+  ~Session() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->sessions.erase(this);
+    state_->sessions_changed.notify_all();
+  }
+
+  void Start() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->sessions.emplace(this, weak_from_this());
+    }
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->state_->stopping) {
+        self->Close();
+      } else {
+        self->ReadHeader();
+      }
+    });
+  }
+
+  void Deliver(HttpResponse response) override {
+    if (state_->stopped) return;
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), response = std::move(response)]() mutable {
+                 self->Write(std::move(response), /*linger=*/false);
+               });
+  }
+
+  void Abandon() override {
+    if (state_->stopped) return;
+    FEEDD_LOG(kError, "http") << "bug: a request was dropped without an answer";
+    Deliver(ServerError(500, "internal", "the request was dropped without an answer"));
+  }
+
+  // The server is stopping: close the connection now if it is idle.
+  void OnServerStopping() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      bool request_started =
+          self->buffer_.size() > 0 || (self->parser_ && self->parser_->got_some());
+      if (self->phase_ == Phase::kReading && !request_started) self->stream_.cancel();
+    });
+  }
+
+ private:
+  enum class Phase { kReading, kHandling, kWriting, kClosing };
+
+  void ReadHeader() {
+    phase_ = Phase::kReading;
+    head_request_ = false;
+    parser_.emplace();
+    parser_->body_limit(state_->max_request_bytes);
+    stream_.expires_after(state_->idle_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    const auto& request = parser_->get();
+    if (request.version() >= 11 && !parser_->is_done() &&
+        beast::iequals(request[http::field::expect], "100-continue")) {
+      continue_.emplace(http::status::continue_, request.version());
+      http::async_write(stream_, *continue_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) {
+                          if (ec) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (parser_->is_done()) return Dispatch();
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->OnReadError(ec);
+                       self->Dispatch();
+                     });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      return Write(ServerError(413, "payload_too_large",
+                               "the request body is larger than http.max_request_bytes (" +
+                                   std::to_string(state_->max_request_bytes) + " bytes)"),
+                   /*linger=*/true);
+    }
+    bool parse_error = ec.category() == http::make_error_code(http::error::bad_method).category();
+    if (parse_error && ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return Write(ServerError(400, "invalid_request", "malformed HTTP request"),
+                   /*linger=*/true);
+    }
+    // End of stream, idle timeout, cancelled by Stop(), or a socket error.
+    Close();
+  }
+
+  void Dispatch() {
+    phase_ = Phase::kHandling;
+    stream_.expires_never();
+    auto& message = parser_->get();
+    keep_alive_ = message.keep_alive();
+    head_request_ = message.method() == http::verb::head;
+
+    HttpRequest request;
+    request.method = ToMethod(message.method());
+    request.target = std::string(message.target());
+    for (const auto& field : message) {
+      request.headers.push_back({std::string(field.name_string()), std::string(field.value())});
+    }
+    request.body = std::move(message.body());
+    if (LogEnabled(LogLevel::kDebug)) {
+      request_line_ = std::string(message.method_string()) + " " + request.target;
+      started_ = std::chrono::steady_clock::now();
+    }
+
+    ++state_->in_flight;
+    in_flight_ = true;
+    try {
+      state_->handler->Handle(std::move(request), Responder(shared_from_this()));
+    } catch (const std::exception& e) {
+      // The Responder was destroyed by the unwinding, which answered 500.
+      FEEDD_LOG(kError, "http") << "request handler failed: " << e.what();
+    }
+  }
+
+  void Write(HttpResponse response, bool linger) {
+    if (in_flight_) {
+      --state_->in_flight;
+      in_flight_ = false;
+    }
+    if (phase_ == Phase::kClosing) return;
+    phase_ = Phase::kWriting;
+    bool close = linger || !keep_alive_ || state_->stopping;
+    auto message = std::make_unique<http::response<http::string_body>>(
+        static_cast<http::status>(response.status), 11);
+    for (HttpHeader& header : response.headers) message->set(header.name, header.value);
+    if (response.status == 204) {
+      response.body.clear();
+    } else {
+      message->set(http::field::content_type, "application/json");
+    }
+    message->body() = std::move(response.body);
+    message->keep_alive(!close);
+    message->prepare_payload();
+    if (head_request_) message->body().clear();  // keeps the Content-Length
+    response_ = std::move(message);
+
+    stream_.expires_after(state_->idle_timeout);
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this(), close, linger](beast::error_code ec, size_t) {
+                        self->OnWrite(ec, close, linger);
+                      });
+  }
+
+  void OnWrite(beast::error_code ec, bool close, bool linger) {
+    if (!request_line_.empty()) {
+      auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - started_)
+                        .count();
+      FEEDD_LOG(kDebug, "http") << request_line_ << " -> " << response_->result_int() << " in "
+                                << micros << " us";
+      request_line_.clear();
+    }
+    response_.reset();
+    if (ec) return Close();
+    if (linger) return LingeringClose();
+    if (close || state_->stopping) return Close();
+    ReadHeader();
+  }
+
+  void Close() {
+    phase_ = Phase::kClosing;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  void LingeringClose() {
+    phase_ = Phase::kClosing;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTimeout);
+    buffer_.clear();
+    Drain(0);
+  }
+
+  void Drain(size_t drained) {
+    stream_.async_read_some(buffer_.prepare(kLingerChunk),
+                            [self = shared_from_this(), drained](beast::error_code ec, size_t n) {
+                              if (ec || drained + n > kLingerMaxBytes) return self->stream_.close();
+                              self->Drain(drained + n);
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<ServerState> state_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::empty_body>> continue_;
+  std::unique_ptr<http::response<http::string_body>> response_;  // being written
+  Phase phase_ = Phase::kReading;
+  bool keep_alive_ = true;     // of the current request
+  bool head_request_ = false;  // the current request is a HEAD: no body
+  bool in_flight_ = false;     // counted in state_->in_flight
+  std::string request_line_;   // for the debug access log
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  explicit Impl(HttpServerOptions options)
+      : options_(std::move(options)),
+        state_(std::make_shared<ServerState>()),
+        ioc_(static_cast<int>(options_.threads)),
+        acceptor_(asio::make_strand(ioc_)),
+        retry_timer_(acceptor_.get_executor()) {}
+
+  ~Impl() { Stop(); }
+
+  asio::io_context& io_context() { return ioc_; }
+
+  Status Start(HttpHandler* handler) {
+    state_->handler = handler;
+    state_->max_request_bytes = options_.max_request_bytes;
+    state_->idle_timeout = options_.idle_timeout;
+
+    std::string where = options_.listen.ToString();
+    beast::error_code ec;
+    tcp::endpoint endpoint;
+    asio::ip::address address = asio::ip::make_address(options_.listen.host, ec);
+    if (!ec) {
+      endpoint = tcp::endpoint(address, options_.listen.port);
+    } else {
+      tcp::resolver resolver(ioc_);
+      auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port),
+                                      tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+      if (ec || results.empty()) {
+        return Status(ErrorCode::kUnavailable,
+                      "cannot resolve " + where + ": " + (ec ? ec.message() : "no address"));
+      }
+      endpoint = results.begin()->endpoint();
+    }
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) bound_ = acceptor_.local_endpoint(ec);
+    if (ec) {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+      return Status(ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
+    }
+
+    work_.emplace(ioc_.get_executor());
+    Accept();
+    for (uint32_t i = 0; i < options_.threads; ++i) {
+      threads_.emplace_back([this, i] { RunThread(i); });
+    }
+    started_ = true;
+    return Status::Ok();
+  }
+
+  std::string bound_address() const {
+    return HostPort{bound_.address().to_string(), bound_.port()}.ToString();
+  }
+
+  int64_t in_flight_requests() const { return state_->in_flight.load(); }
+
+  void Stop() {
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    state_->stopping = true;
+    asio::post(acceptor_.get_executor(), [this] {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+      retry_timer_.cancel();
+    });
+    state_->handler->OnServerStopping();
+
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      for (auto& [_, weak] : state_->sessions) {
+        if (auto session = weak.lock()) sessions.push_back(std::move(session));
+      }
+    }
+    for (auto& session : sessions) session->OnServerStopping();
+    sessions.clear();  // our references must not keep them open
+
+    {
+      std::unique_lock<std::mutex> lock(state_->mu);
+      if (!state_->sessions_changed.wait_for(lock, options_.shutdown_grace,
+                                             [&] { return state_->sessions.empty(); })) {
+        FEEDD_LOG(kWarning, "http")
+            << "closing " << state_->sessions.size()
+            << " connection(s) still open after http.shutdown_grace_seconds ("
+            << options_.shutdown_grace.count() << " s)";
+      }
+    }
+    state_->stopped = true;
+    work_.reset();
+    ioc_.stop();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+ private:
+  void RunThread(uint32_t index) {
+    std::string name = "feedd-http-" + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    while (true) {
+      try {
+        ioc_.run();
+        return;
+      } catch (const std::exception& e) {
+        FEEDD_LOG(kError, "http") << "unexpected exception in an I/O thread: " << e.what();
+      }
+    }
+  }
+
+  void Accept() {
+    acceptor_.async_accept(
+        asio::make_strand(ioc_),
+        [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
+  }
+
+  void OnAccept(beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // E.g. out of file descriptors: retry later instead of spinning.
+      FEEDD_LOG(kWarning, "http") << "accept failed: " << ec.message();
+      retry_timer_.expires_after(kAcceptRetryDelay);
+      retry_timer_.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::make_shared<Session>(std::move(socket), state_)->Start();
+    Accept();
+  }
+
+  HttpServerOptions options_;
+  std::shared_ptr<ServerState> state_;
+  asio::io_context ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  tcp::acceptor acceptor_;  // used on its strand once started
+  asio::steady_timer retry_timer_;
+  tcp::endpoint bound_;
+  std::vector<std::thread> threads_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+HttpServer::HttpServer(HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+HttpServer::~HttpServer() = default;
+
+boost::asio::io_context& HttpServer::io_context() { return impl_->io_context(); }
+
+Status HttpServer::Start(HttpHandler* handler) { return impl_->Start(handler); }
+
+std::string HttpServer::bound_address() const { return impl_->bound_address(); }
+
+int64_t HttpServer::in_flight_requests() const { return impl_->in_flight_requests(); }
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+}  // namespace feedd

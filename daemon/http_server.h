@@ -1,0 +1,77 @@
+// HttpServer: feedd's HTTP/1.1 server (Boost.Beast over Asio), keep-alive,
+// one request at a time per connection (no pipelining).
+//
+// Operation
+//   Start() binds HOST:PORT (port 0 picks a free port; bound_address() tells
+//   which) and starts `threads` I/O threads running one io_context. Every
+//   connection is a session on its own strand: it reads a request (body at
+//   most max_request_bytes, else 413 `payload_too_large` and the connection
+//   is closed), hands it to the HttpHandler with a Responder, and writes the
+//   response when the Responder is completed, from whatever thread.
+//   A connection idle for idle_timeout is closed.
+//
+// Lifecycle
+//   Stop() closes the acceptor, tells the handler (OnServerStopping), closes
+//   idle connections, lets in-flight requests finish (answered with
+//   `Connection: close`), waits up to shutdown_grace for connections to end,
+//   then stops the io_context and joins the threads. Responses completed
+//   after Stop() are dropped. The io_context (and with it any connection
+//   still referenced) is destroyed with the HttpServer; destroy it only after
+//   nothing that may complete a Responder (the storage commit thread) runs.
+//
+// Thread-safety: Start() and Stop() from one controlling thread;
+// in_flight_requests() and bound_address() from any thread after Start().
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "daemon/host_port.h"
+#include "daemon/http_handler.h"
+#include "util/status.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace feedd {
+
+struct HttpServerOptions {
+  HostPort listen;
+  uint32_t threads = 2;
+  size_t max_request_bytes = 8 * 1024 * 1024;
+  std::chrono::seconds idle_timeout{60};
+  std::chrono::seconds shutdown_grace{10};
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions options);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The io_context the I/O threads run; handlers may use it for timers and
+  // posted work. Valid for the lifetime of the HttpServer.
+  boost::asio::io_context& io_context();
+
+  // Binds and starts serving with `handler` (not owned; must outlive the
+  // server's threads, i.e. until Stop() returns). Fails with `unavailable`
+  // when the address cannot be resolved or bound.
+  Status Start(HttpHandler* handler);
+  // The address actually bound, e.g. "127.0.0.1:41234". REQUIRES: Start() ok.
+  std::string bound_address() const;
+  // Requests handed to the handler and not yet answered.
+  int64_t in_flight_requests() const;
+  // Graceful stop, see above. Idempotent.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace feedd
