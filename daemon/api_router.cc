@@ -1,0 +1,203 @@
+#include "daemon/api_router.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <vector>
+
+#include "daemon/http_util.h"
+#include "storage/prepared_item.h"
+
+namespace feedd {
+namespace {
+
+enum class RouteKind {
+  kNone,
+  kContainers,  // /v1/containers
+  kItems,       // /v1/containers/{c}/items
+  kItem,        // /v1/containers/{c}/items/{pk}/{id}
+  kBatch,       // /v1/containers/{c}/partitions/{pk}/batch
+  kQuery,       // /v1/containers/{c}/query
+  kChangeFeed,  // /v1/changefeed
+  kFeed,        // /v1/feed
+  kProcessors,  // /v1/processors
+  kHealthz,     // /healthz
+  kReadyz,      // /readyz
+};
+
+struct Route {
+  RouteKind kind = RouteKind::kNone;
+  const std::string* container = nullptr;
+  const std::string* pk = nullptr;
+  const std::string* id = nullptr;
+};
+
+Route MatchRoute(const std::vector<std::string>& s) {
+  Route route;
+  size_t n = s.size();
+  if (n == 1 && s[0] == "healthz") {
+    route.kind = RouteKind::kHealthz;
+  } else if (n == 1 && s[0] == "readyz") {
+    route.kind = RouteKind::kReadyz;
+  } else if (n == 2 && s[0] == "v1") {
+    if (s[1] == "containers") route.kind = RouteKind::kContainers;
+    if (s[1] == "changefeed") route.kind = RouteKind::kChangeFeed;
+    if (s[1] == "feed") route.kind = RouteKind::kFeed;
+    if (s[1] == "processors") route.kind = RouteKind::kProcessors;
+  } else if (n >= 4 && s[0] == "v1" && s[1] == "containers") {
+    route.container = &s[2];
+    if (n == 4 && s[3] == "items") {
+      route.kind = RouteKind::kItems;
+    } else if (n == 4 && s[3] == "query") {
+      route.kind = RouteKind::kQuery;
+    } else if (n == 6 && s[3] == "items") {
+      route.kind = RouteKind::kItem;
+      route.pk = &s[4];
+      route.id = &s[5];
+    } else if (n == 6 && s[3] == "partitions" && s[5] == "batch") {
+      route.kind = RouteKind::kBatch;
+      route.pk = &s[4];
+    }
+  }
+  return route;
+}
+
+// The methods a route answers, as the Allow header lists them.
+std::string_view AllowedMethods(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kItems:
+    case RouteKind::kBatch:
+    case RouteKind::kQuery:
+      return "POST";
+    case RouteKind::kItem:
+      return "GET, PUT, PATCH, DELETE";
+    default:
+      return "GET";
+  }
+}
+
+bool IsAllowed(RouteKind kind, HttpMethod method) {
+  switch (kind) {
+    case RouteKind::kItems:
+    case RouteKind::kBatch:
+    case RouteKind::kQuery:
+      return method == HttpMethod::kPost;
+    case RouteKind::kItem:
+      return method == HttpMethod::kGet || method == HttpMethod::kPut ||
+             method == HttpMethod::kPatch || method == HttpMethod::kDelete;
+    default:
+      return method == HttpMethod::kGet;
+  }
+}
+
+std::string ContainersJson(const std::vector<ContainerSpec>& containers) {
+  boost::json::array list;
+  for (const ContainerSpec& spec : containers) {
+    boost::json::array indexes;
+    for (const std::string& path : spec.index_paths) indexes.emplace_back(path);
+    list.push_back(boost::json::object{{"name", spec.name},
+                                       {"partitionKey", spec.partition_key_path},
+                                       {"indexes", std::move(indexes)}});
+  }
+  return boost::json::serialize(boost::json::object{{"containers", std::move(list)}});
+}
+
+}  // namespace
+
+ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io)
+    : store_(store),
+      options_(std::move(options)),
+      io_(io),
+      containers_json_(ContainersJson(store->containers())) {}
+
+ApiRouter::~ApiRouter() = default;
+
+void ApiRouter::Handle(HttpRequest request, Responder responder) {
+  std::string_view target = request.target;
+  size_t question = target.find('?');
+  std::string_view path = target.substr(0, question);
+  std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+
+  Result<std::vector<std::string>> segments = SplitPath(path);
+  if (!segments.ok()) return responder.Send(ErrorResponse(segments.status()));
+  Route route = MatchRoute(*segments);
+  if (route.kind == RouteKind::kNone) {
+    return responder.Send(
+        ErrorResponse(Status(ErrorCode::kNotFound, "no such path: " + std::string(path))));
+  }
+  if (!IsAllowed(route.kind, request.method)) {
+    HttpResponse response =
+        ErrorResponse(Status(ErrorCode::kMethodNotAllowed,
+                             "allowed methods: " + std::string(AllowedMethods(route.kind))));
+    response.headers.push_back({"Allow", std::string(AllowedMethods(route.kind))});
+    return responder.Send(std::move(response));
+  }
+
+  const ContainerSpec* spec = nullptr;
+  if (route.container != nullptr) {
+    spec = store_->FindContainer(*route.container);
+    if (spec == nullptr) {
+      return responder.Send(ErrorResponse(
+          Status(ErrorCode::kContainerNotFound, "no container named '" + *route.container + "'")));
+    }
+  }
+  if (route.pk != nullptr) {
+    Status status = ValidatePartitionKeyValue(*route.pk);
+    if (!status.ok()) return responder.Send(ErrorResponse(status));
+  }
+  if (route.id != nullptr) {
+    Status status = ValidateId(*route.id);
+    if (!status.ok()) return responder.Send(ErrorResponse(status));
+  }
+
+  switch (route.kind) {
+    case RouteKind::kContainers:
+      return responder.Send(JsonResponse(200, containers_json_));
+    case RouteKind::kItems:
+      return CreateItem(*spec, request, std::move(responder));
+    case RouteKind::kItem:
+      switch (request.method) {
+        case HttpMethod::kGet:
+          return GetItem(*spec, *route.pk, *route.id, request, std::move(responder));
+        case HttpMethod::kPut:
+          return PutItem(*spec, *route.pk, *route.id, request, std::move(responder));
+        case HttpMethod::kPatch:
+          return PatchItem(*spec, *route.pk, *route.id, request, std::move(responder));
+        default:
+          return DeleteItem(*spec, *route.pk, *route.id, request, std::move(responder));
+      }
+    case RouteKind::kBatch:
+      return Batch(*spec, *route.pk, request, std::move(responder));
+    case RouteKind::kQuery:
+      return QueryItems(*spec, request, std::move(responder));
+    case RouteKind::kChangeFeed:
+      return ChangeFeed(query, std::move(responder));
+    case RouteKind::kFeed:
+      return FeedInfo(std::move(responder));
+    case RouteKind::kProcessors:
+      return responder.Send(JsonResponse(200, R"({"processors":[]})"));
+    case RouteKind::kHealthz:
+      return responder.Send(JsonResponse(200, R"({"status":"ok"})"));
+    case RouteKind::kReadyz: {
+      if (stopping_) {
+        return responder.Send(
+            ErrorResponse(Status(ErrorCode::kUnavailable, "the daemon is shutting down")));
+      }
+      Status health = store_->Health();
+      if (!health.ok()) {
+        return responder.Send(ErrorResponse(
+            Status(ErrorCode::kUnavailable, "storage is not ready: " + health.ToString())));
+      }
+      return responder.Send(JsonResponse(200, R"({"status":"ok"})"));
+    }
+    case RouteKind::kNone:
+      break;
+  }
+}
+
+void ApiRouter::PostToIo(std::function<void()> work) { boost::asio::post(io_, std::move(work)); }
+
+}  // namespace feedd

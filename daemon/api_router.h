@@ -1,0 +1,108 @@
+// ApiRouter: the HTTP API of shared/api-contract.md with the choices of
+// docs/api.md, on top of a DocumentStore. It maps each request to a route,
+// validates it, and answers from the store.
+//
+// Files: api_router.cc (routing, containers, health, processors),
+// write_handlers.cc (POST/PUT/PATCH/DELETE items, batch), read_handlers.cc
+// (GET item, query, read-your-writes), feed_handlers.cc (change feed with
+// long-poll, feed info).
+//
+// Concurrency
+//   Handle() runs on the I/O threads and never blocks on a write: writes go
+//   through DocumentStore::Submit() and are answered from the commit
+//   thread's callback after a hop back to an I/O thread (building a response
+//   is kept off the commit thread). Point reads and queries run on the I/O
+//   thread. A change-feed long poll parks on an Asio timer plus
+//   DocumentStore::OnHeadReached(), never on a thread.
+//
+// Ownership
+//   The store and io_context are not owned. The router must outlive every
+//   store callback it registered: stop the HTTP server, then Close() and
+//   destroy the store, then destroy the router.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "daemon/http_handler.h"
+#include "storage/document_store.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace feedd {
+
+class ChangeFeedPoll;
+
+class ApiRouter : public HttpHandler {
+ public:
+  struct Options {
+    std::string kafka_topic_prefix = "feedd.";  // topic = prefix + container
+  };
+
+  ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
+  ~ApiRouter() override;
+  ApiRouter(const ApiRouter&) = delete;
+  ApiRouter& operator=(const ApiRouter&) = delete;
+
+  void Handle(HttpRequest request, Responder responder) override;
+  // Answers every parked long poll now; /readyz answers 503 from now on.
+  void OnServerStopping() override;
+
+ private:
+  friend class ChangeFeedPoll;
+  using WriteAnswer = HttpResponse (*)(WriteResult& result);
+
+  // write_handlers.cc
+  void CreateItem(const ContainerSpec& spec, const HttpRequest& request, Responder responder);
+  void PutItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
+               const HttpRequest& request, Responder responder);
+  void PatchItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
+                 const HttpRequest& request, Responder responder);
+  void DeleteItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
+                  const HttpRequest& request, Responder responder);
+  void Batch(const ContainerSpec& spec, const std::string& pk, const HttpRequest& request,
+             Responder responder);
+  // Submits `request`; `answer` builds the response on an I/O thread.
+  void SubmitWrite(WriteRequest request, Responder responder, WriteAnswer answer);
+
+  // read_handlers.cc
+  void GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
+               const HttpRequest& request, Responder responder);
+  void QueryItems(const ContainerSpec& spec, const HttpRequest& request, Responder responder);
+  // Read-your-writes on derived views: calls `continuation` with OK once
+  // every processor writing into `container` has applied `min_lsn`, or with
+  // lsn_wait_timeout after `wait`. No processor exists yet, so it continues
+  // at once (on the caller's thread). Processors will hook in here.
+  void WaitForDerivedViews(std::string_view container, Lsn min_lsn, std::chrono::milliseconds wait,
+                           std::function<void(Status)> continuation);
+
+  // feed_handlers.cc
+  void ChangeFeed(std::string_view query, Responder responder);
+  void FeedInfo(Responder responder);
+  // False when the router is stopping (the poll must answer now).
+  bool RegisterPoll(ChangeFeedPoll* poll, std::weak_ptr<ChangeFeedPoll> weak);
+  void UnregisterPoll(ChangeFeedPoll* poll);
+
+  // api_router.cc
+  void PostToIo(std::function<void()> work);
+
+  DocumentStore* const store_;
+  const Options options_;
+  boost::asio::io_context& io_;
+  const std::string containers_json_;  // the answer of GET /v1/containers
+  std::atomic<bool> stopping_{false};
+
+  std::mutex polls_mu_;
+  std::unordered_map<ChangeFeedPoll*, std::weak_ptr<ChangeFeedPoll>>
+      polls_;  // GUARDED_BY(polls_mu_)
+};
+
+}  // namespace feedd

@@ -1,0 +1,259 @@
+// The change-feed routes of ApiRouter: GET /v1/changefeed (pull, with
+// long-poll) and GET /v1/feed.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <optional>
+#include <vector>
+
+#include "daemon/api_router.h"
+#include "daemon/http_util.h"
+
+namespace feedd {
+namespace {
+
+constexpr uint64_t kDefaultFeedLimit = 100;
+constexpr uint64_t kMaxFeedLimit = 10000;
+constexpr uint64_t kMaxFeedWaitMs = 30000;
+// `from=beginning` follows retention when it drops the page's start
+// between reading the oldest LSN and reading the page.
+constexpr int kRetentionRetries = 3;
+
+enum class FeedStart { kBeginning, kNow, kLsn };
+
+struct FeedParams {
+  std::optional<std::string> container;
+  FeedStart start = FeedStart::kBeginning;
+  Lsn from = 1;  // for kLsn
+  size_t limit = kDefaultFeedLimit;
+  std::chrono::milliseconds wait{0};
+};
+
+Status BadParam(const std::string& name, std::string_view expected, const std::string& value) {
+  return Status(ErrorCode::kInvalidRequest, "query parameter '" + name + "' must be " +
+                                                std::string(expected) + ", got '" + value + "'");
+}
+
+Result<FeedParams> ParseFeedParams(std::string_view query) {
+  Result<std::vector<QueryParam>> params = ParseQueryString(query);
+  if (!params.ok()) return params.status();
+  FeedParams out;
+  for (const QueryParam& param : *params) {
+    uint64_t number = 0;
+    if (param.name == "container") {
+      if (param.value.empty()) return BadParam(param.name, "a container name", param.value);
+      out.container = param.value;
+    } else if (param.name == "from") {
+      if (param.value == "beginning") {
+        out.start = FeedStart::kBeginning;
+      } else if (param.value == "now") {
+        out.start = FeedStart::kNow;
+      } else if (ParseUint64(param.value, &number)) {
+        out.start = FeedStart::kLsn;
+        out.from = std::max<Lsn>(number, 1);  // LSNs start at 1
+      } else {
+        return BadParam(param.name, "'beginning', 'now' or an LSN", param.value);
+      }
+    } else if (param.name == "limit") {
+      if (!ParseUint64(param.value, &number) || number < 1 || number > kMaxFeedLimit) {
+        return BadParam(param.name, "an integer in 1..10000", param.value);
+      }
+      out.limit = number;
+    } else if (param.name == "waitMs") {
+      if (!ParseUint64(param.value, &number) || number > kMaxFeedWaitMs) {
+        return BadParam(param.name, "an integer in 0..30000", param.value);
+      }
+      out.wait = std::chrono::milliseconds(number);
+    } else {
+      return Status(ErrorCode::kInvalidRequest, "unknown query parameter '" + param.name + "'");
+    }
+  }
+  return out;
+}
+
+HttpResponse FeedPageResponse(const FeedPage& page) {
+  size_t size = 64;
+  for (const ChangeRecord& record : page.records) size += record.envelope_json.size() + 1;
+  std::string body;
+  body.reserve(size);
+  body += R"({"changes":[)";
+  for (size_t i = 0; i < page.records.size(); ++i) {
+    if (i > 0) body += ',';
+    body += page.records[i].envelope_json;
+  }
+  body += R"(],"next":")" + std::to_string(page.next) + R"("})";
+  return JsonResponse(200, std::move(body));
+}
+
+}  // namespace
+
+// One GET /v1/changefeed request. When the first page is empty and the
+// client asked to wait, it parks on a timer (on its own strand) and a
+// DocumentStore head watch; the watch, or the router stopping, cancels the
+// timer, and every wake-up re-reads the page. No thread blocks.
+class ChangeFeedPoll : public std::enable_shared_from_this<ChangeFeedPoll> {
+ public:
+  ChangeFeedPoll(ApiRouter* router, FeedReadSpec spec, bool follow_retention,
+                 std::chrono::milliseconds wait, Responder responder)
+      : router_(router),
+        spec_(std::move(spec)),
+        follow_retention_(follow_retention),
+        deadline_(std::chrono::steady_clock::now() + wait),
+        timer_(boost::asio::make_strand(router->io_)),
+        responder_(std::move(responder)) {}
+
+  // Reads the first page on the calling thread; parks when it is empty and
+  // there is time left.
+  void Start() {
+    FeedPage page;
+    Status status = Read(&page);
+    if (!status.ok() || !page.records.empty() || Expired() ||
+        !router_->RegisterPoll(this, weak_from_this())) {
+      return Finish(status, page);
+    }
+    registered_ = true;
+    boost::asio::post(timer_.get_executor(), [self = shared_from_this()] { self->Park(); });
+  }
+
+  // From any thread: re-read the feed now.
+  void Wake() {
+    boost::asio::post(timer_.get_executor(),
+                      [self = shared_from_this()] { self->timer_.cancel(); });
+  }
+
+ private:
+  bool Expired() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+  // Reads the page at spec_.from and moves spec_.from to its `next`.
+  Status Read(FeedPage* page) {
+    DocumentStore* store = router_->store_;
+    Status status = store->ReadFeed(spec_, page);
+    for (int retry = 0; follow_retention_ && retry < kRetentionRetries &&
+                        status.code() == ErrorCode::kLsnNotRetained;
+         ++retry) {
+      spec_.from = store->OldestRetainedLsn();
+      *page = FeedPage();
+      status = store->ReadFeed(spec_, page);
+    }
+    if (status.ok()) spec_.from = page->next;
+    return status;
+  }
+
+  // On the strand.
+  void Park() {
+    if (router_->stopping_) {
+      FeedPage empty;
+      empty.next = spec_.from;
+      return Finish(Status::Ok(), empty);
+    }
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code) { self->OnWake(); });
+    watch_ =
+        router_->store_->OnHeadReached(spec_.from, [self = shared_from_this()] { self->Wake(); });
+  }
+
+  // On the strand: the deadline passed, or the watch or Stop() woke us.
+  void OnWake() {
+    router_->store_->CancelHeadWatch(watch_);
+    FeedPage page;
+    Status status = Read(&page);
+    if (!status.ok() || !page.records.empty() || Expired() || router_->stopping_) {
+      return Finish(status, page);
+    }
+    Park();
+  }
+
+  void Finish(const Status& status, const FeedPage& page) {
+    if (registered_) router_->UnregisterPoll(this);
+    registered_ = false;
+    responder_.Send(status.ok() ? FeedPageResponse(page) : ErrorResponse(status));
+  }
+
+  ApiRouter* const router_;
+  FeedReadSpec spec_;
+  const bool follow_retention_;
+  const std::chrono::steady_clock::time_point deadline_;
+  boost::asio::steady_timer timer_;
+  Responder responder_;
+  uint64_t watch_ = 0;
+  bool registered_ = false;
+};
+
+void ApiRouter::ChangeFeed(std::string_view query, Responder responder) {
+  Result<FeedParams> params = ParseFeedParams(query);
+  if (!params.ok()) return responder.Send(ErrorResponse(params.status()));
+  if (params->container && store_->FindContainer(*params->container) == nullptr) {
+    return responder.Send(ErrorResponse(
+        Status(ErrorCode::kContainerNotFound, "no container named '" + *params->container + "'")));
+  }
+
+  FeedReadSpec spec;
+  spec.container = params->container;
+  spec.limit = params->limit;
+  switch (params->start) {
+    case FeedStart::kBeginning:
+      spec.from = store_->OldestRetainedLsn();
+      break;
+    case FeedStart::kNow:
+      spec.from = store_->HeadLsn() + 1;
+      break;
+    case FeedStart::kLsn:
+      spec.from = params->from;
+      break;
+  }
+  auto poll = std::make_shared<ChangeFeedPoll>(this, std::move(spec),
+                                               params->start == FeedStart::kBeginning, params->wait,
+                                               std::move(responder));
+  poll->Start();
+}
+
+bool ApiRouter::RegisterPoll(ChangeFeedPoll* poll, std::weak_ptr<ChangeFeedPoll> weak) {
+  std::lock_guard<std::mutex> lock(polls_mu_);
+  if (stopping_) return false;
+  polls_.emplace(poll, std::move(weak));
+  return true;
+}
+
+void ApiRouter::UnregisterPoll(ChangeFeedPoll* poll) {
+  std::lock_guard<std::mutex> lock(polls_mu_);
+  polls_.erase(poll);
+}
+
+void ApiRouter::OnServerStopping() {
+  std::vector<std::shared_ptr<ChangeFeedPoll>> polls;
+  {
+    std::lock_guard<std::mutex> lock(polls_mu_);
+    stopping_ = true;
+    for (auto& [_, weak] : polls_) {
+      if (auto poll = weak.lock()) polls.push_back(std::move(poll));
+    }
+  }
+  for (auto& poll : polls) poll->Wake();
+}
+
+void ApiRouter::FeedInfo(Responder responder) {
+  boost::json::object topics;
+  for (const ContainerSpec& spec : store_->containers()) {
+    topics[spec.name] = options_.kafka_topic_prefix + spec.name;
+  }
+  boost::json::array consumers;
+  for (const ConsumerWatermark& consumer : store_->Consumers()) {
+    consumers.push_back(boost::json::object{{"name", consumer.name}, {"ackedLsn", consumer.acked}});
+  }
+  boost::json::object info{
+      {"headLsn", store_->HeadLsn()},
+      {"oldestRetainedLsn", store_->OldestRetainedLsn()},
+      {"publishedLsn", nullptr},
+      {"kafka",
+       boost::json::object{
+           {"bootstrapServers", nullptr}, {"embedded", nullptr}, {"topics", std::move(topics)}}},
+      {"consumers", std::move(consumers)},
+  };
+  responder.Send(JsonResponse(200, boost::json::serialize(info)));
+}
+
+}  // namespace feedd

