@@ -1,0 +1,137 @@
+// feedd: the change-feed document-store daemon.
+//
+// Start-up: configuration (daemon/options.h), storage, HTTP API, then the
+// --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
+// then storage) and exit 0; a second signal while stopping kills it at once.
+// Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+#include "daemon/api_router.h"
+#include "daemon/http_server.h"
+#include "daemon/options.h"
+#include "daemon/ready_file.h"
+#include "storage/document_store.h"
+#include "util/logging.h"
+
+extern char** environ;
+
+namespace feedd {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitStartupFailure = 1;
+constexpr int kExitBadConfig = 2;
+
+HttpServerOptions HttpOptions(const DaemonConfig& config) {
+  HttpServerOptions options;
+  options.listen = config.http_listen;
+  options.threads = config.http_threads;
+  options.max_request_bytes = config.http_max_request_bytes;
+  options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
+  options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
+  return options;
+}
+
+int Run(const DaemonConfig& config) {
+  // Installed before anything starts, so a signal during start-up is not
+  // lost: it stops the daemon as soon as it serves.
+  boost::asio::io_context signal_io(1);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  FEEDD_LOG(kInfo, "main") << "feedd " << FEEDD_VERSION << " starting: instance "
+                           << config.instance_name << ", data in " << config.store.data_dir << ", "
+                           << config.store.containers.size() << " container(s)"
+                           << (config.config_file.empty() ? "" : ", config ") << config.config_file;
+
+  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(config.store);
+  if (!opened.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
+                              << opened.status().ToString();
+    return kExitStartupFailure;
+  }
+  std::unique_ptr<DocumentStore> store = std::move(*opened);
+
+  HttpServer http(HttpOptions(config));
+  ApiRouter::Options router_options;
+  router_options.kafka_topic_prefix = config.kafka_topic_prefix;
+  ApiRouter router(store.get(), router_options, http.io_context());
+
+  // Reverse order of start-up. The store goes before the router and the
+  // server: its callbacks reference both.
+  auto shut_down = [&] {
+    http.Stop();
+    store->Close();
+    store.reset();
+  };
+
+  Status status = http.Start(&router);
+  if (!status.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
+    shut_down();
+    return kExitStartupFailure;
+  }
+  std::string api = http.bound_address();
+  FEEDD_LOG(kInfo, "main") << "api listening on " << api;
+
+  if (!config.ready_file.empty()) {
+    status = WriteFileAtomically(config.ready_file, ReadyFileJson(api, std::nullopt, std::nullopt));
+    if (!status.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
+      shut_down();
+      return kExitStartupFailure;
+    }
+  }
+  FEEDD_LOG(kInfo, "main") << "ready";
+
+  int signal_number = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int number) {
+    if (!ec) signal_number = number;
+  });
+  signal_io.run();
+  signals.clear();  // default dispositions again: a second signal kills at once
+
+  FEEDD_LOG(kInfo, "main") << "received " << strsignal(signal_number) << ", stopping";
+  shut_down();
+  if (!config.ready_file.empty()) unlink(config.ready_file.c_str());
+  FEEDD_LOG(kInfo, "main") << "stopped";
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace feedd
+
+int main(int argc, char** argv) {
+  feedd::CommandFlags flags;
+  feedd::Result<feedd::DaemonConfig> config = feedd::LoadConfig(argc, argv, environ, &flags);
+  if (flags.help) {
+    std::cout << feedd::OptionsHelp();
+    return feedd::kExitOk;
+  }
+  if (flags.version) {
+    std::cout << "feedd " << FEEDD_VERSION << "\n";
+    return feedd::kExitOk;
+  }
+  if (!config.ok()) {
+    std::cerr << "feedd: " << config.status().message() << "\n";
+    return feedd::kExitBadConfig;
+  }
+  if (flags.check_config) {
+    std::cout << "feedd: configuration OK\n";
+    return feedd::kExitOk;
+  }
+  feedd::SetLogLevel(config->log_level);
+  try {
+    return feedd::Run(*config);
+  } catch (const std::exception& e) {
+    FEEDD_LOG(kError, "main") << "fatal: " << e.what();
+    return feedd::kExitStartupFailure;
+  }
+}
