@@ -68,7 +68,6 @@ class Responder {
 
   // Answers the request. REQUIRES: not sent yet.
   void Send(HttpResponse response);
-  bool sent() const { return sink_ == nullptr; }
 
  private:
   std::shared_ptr<ResponseSink> sink_;
