@@ -10,10 +10,12 @@ namespace {
 namespace kf = key_format;
 }  // namespace
 
-ChangeFeed::ChangeFeed(RocksDatabase* db, const StoreOptions& options, std::function<Lsn()> head)
+ChangeFeed::ChangeFeed(RocksDatabase* db, const StoreOptions& options, std::function<Lsn()> head,
+                       std::function<uint64_t()> appended_bytes)
     : db_(db),
       options_(options),
       head_(std::move(head)),
+      appended_bytes_(std::move(appended_bytes)),
       truncated_before_(db->stored_truncated_before()) {}
 
 ChangeFeed::~ChangeFeed() { Stop(); }
@@ -32,7 +34,30 @@ Status ChangeFeed::Load() {
   }
   if (!it->status().ok())
     return FromRocks(it->status(), ErrorCode::kStorageError, "load consumers");
+  if (options_.retention_bytes > 0) {
+    auto bytes = RecordBytes(truncated_before_.load(), head_() + 1);
+    if (!bytes.ok()) return bytes.status();
+    loaded_bytes_ = *bytes;
+  }
   return Status::Ok();
+}
+
+Result<uint64_t> ChangeFeed::RecordBytes(Lsn from, Lsn to) const {
+  const std::string upper = kf::FeedKey(to);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(ro, db_->feed()));
+  uint64_t bytes = 0;
+  for (it->Seek(kf::FeedKey(from)); it->Valid(); it->Next()) {
+    bytes += it->key().size() + it->value().size();
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "feed size");
+  return bytes;
+}
+
+uint64_t ChangeFeed::RetainedBytes() const {
+  return loaded_bytes_ + appended_bytes_() - dropped_bytes_.load();
 }
 
 void ChangeFeed::Start() {
@@ -165,12 +190,7 @@ Result<Lsn> ChangeFeed::RetentionCutoff(Lsn head) const {
 
   uint64_t excess_bytes = 0;
   if (options_.retention_bytes > 0) {
-    rocksdb::Range all(kf::FeedKey(0), kf::FeedKey(head + 1));
-    uint64_t size = 0;
-    rocksdb::SizeApproximationOptions sao;
-    sao.include_memtables = true;
-    sao.include_files = true;
-    db_->db()->GetApproximateSizes(sao, db_->feed(), &all, 1, &size);
+    uint64_t size = RetainedBytes();
     if (size > options_.retention_bytes) excess_bytes = size - options_.retention_bytes;
   }
   const uint64_t now = options_.clock->NowMillis();
@@ -212,6 +232,8 @@ Status ChangeFeed::EnforceRetention() {
   const Lsn old = truncated_before_.load();
   if (keep_from <= old) return Status::Ok();
 
+  auto dropped = RecordBytes(old, keep_from);
+  if (!dropped.ok()) return dropped.status();
   rocksdb::WriteBatch batch;
   batch.DeleteRange(db_->feed(), kf::FeedKey(old), kf::FeedKey(keep_from));
   batch.Put(db_->meta(), kf::kMetaFeedTruncatedBefore, kf::EncodeU64(keep_from));
@@ -224,6 +246,7 @@ Status ChangeFeed::EnforceRetention() {
     truncated_before_.store(old);
     return FromRocks(s, ErrorCode::kStorageError, "retention delete");
   }
+  dropped_bytes_ += *dropped;
   FEEDD_LOG(kInfo, "feed") << "retention dropped LSNs " << old << ".." << keep_from - 1;
   return Status::Ok();
 }

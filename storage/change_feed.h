@@ -34,10 +34,14 @@ namespace feedd {
 
 class ChangeFeed {
  public:
-  ChangeFeed(RocksDatabase* db, const StoreOptions& options, std::function<Lsn()> head);
+  // `head`: the committed head LSN. `appended_bytes`: bytes of change
+  // records committed since start (for size-based retention).
+  ChangeFeed(RocksDatabase* db, const StoreOptions& options, std::function<Lsn()> head,
+             std::function<uint64_t()> appended_bytes);
   ~ChangeFeed();
 
-  // Loads the registered consumers. Call once before use.
+  // Loads the registered consumers (and, with size-based retention, the
+  // feed's size). Call once before use.
   Status Load();
   void Start();
   void Stop();
@@ -56,10 +60,17 @@ class ChangeFeed {
   Status PersistConsumer(const std::string& name, Lsn acked);
   // The first LSN to keep by age and size alone.
   Result<Lsn> RetentionCutoff(Lsn head) const;
+  // Bytes (key + value) of the change records in [from, to).
+  Result<uint64_t> RecordBytes(Lsn from, Lsn to) const;
+  // Bytes of change records currently retained.
+  uint64_t RetainedBytes() const;
 
   RocksDatabase* const db_;
   const StoreOptions options_;
   const std::function<Lsn()> head_;
+  const std::function<uint64_t()> appended_bytes_;
+  uint64_t loaded_bytes_ = 0;              // retained bytes at Load()
+  std::atomic<uint64_t> dropped_bytes_{0};  // dropped by retention since Load()
   std::atomic<Lsn> truncated_before_;
 
   mutable std::mutex consumers_mutex_;

@@ -96,6 +96,7 @@ class CommitPipeline::GroupBuilder {
     batch_.SetSavePoint();
     undo_.clear();
     const Lsn first_lsn = next_lsn_;
+    const uint64_t first_feed_bytes = feed_bytes_;
     for (size_t i = 0; i < request.ops.size(); ++i) {
       OpResult op_result;
       Status s = Apply(*container, request.partition_key, request.ops[i], &op_result);
@@ -108,9 +109,11 @@ class CommitPipeline::GroupBuilder {
             overlay_.erase(it->first);
         }
         next_lsn_ = first_lsn;
-        result.status = std::move(s);
-        result.failed_index = static_cast<int>(i);
-        return result;
+        feed_bytes_ = first_feed_bytes;
+        WriteResult failed;
+        failed.status = std::move(s);
+        failed.failed_index = static_cast<int>(i);
+        return failed;
       }
       if (op_result.lsn != 0) result.last_lsn = op_result.lsn;
       result.results.push_back(std::move(op_result));
@@ -121,6 +124,8 @@ class CommitPipeline::GroupBuilder {
 
   rocksdb::WriteBatch* batch() { return &batch_; }
   Lsn next_lsn() const { return next_lsn_; }
+  // Bytes of change records (key + value) in the batch.
+  uint64_t feed_bytes() const { return feed_bytes_; }
 
  private:
   using Value = std::optional<std::string>;  // nullopt: absent
@@ -270,8 +275,9 @@ class CommitPipeline::GroupBuilder {
     if (exists && options_.before_images) before = current_json;
     std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, before,
                                     after ? std::optional<std::string_view>(*after) : std::nullopt);
-    batch_.Put(db_->feed(), kf::FeedKey(lsn),
-               kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope));
+    std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
+    feed_bytes_ += 8 + feed_value.size();
+    batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
 
     if (is_delete) {
       batch_.Delete(c.items, key);
@@ -290,6 +296,7 @@ class CommitPipeline::GroupBuilder {
   const StoreOptions& options_;
   Lsn next_lsn_;
   const uint64_t ts_ms_;
+  uint64_t feed_bytes_ = 0;
   rocksdb::WriteBatch batch_;
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
@@ -440,6 +447,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       return;
     }
     changes_committed_ += last - first + 1;
+    feed_bytes_appended_ += builder.feed_bytes();
     PublishHead(last);
   }
   ++groups_committed_;

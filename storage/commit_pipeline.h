@@ -62,6 +62,8 @@ class CommitPipeline {
   uint64_t groups_committed() const { return groups_committed_.load(); }
   uint64_t requests_committed() const { return requests_committed_.load(); }
   uint64_t changes_committed() const { return changes_committed_.load(); }
+  // Bytes (key + value) of change records committed since Start().
+  uint64_t feed_bytes_appended() const { return feed_bytes_appended_.load(); }
 
  private:
   struct Pending {
@@ -94,6 +96,7 @@ class CommitPipeline {
   std::atomic<uint64_t> groups_committed_{0};
   std::atomic<uint64_t> requests_committed_{0};
   std::atomic<uint64_t> changes_committed_{0};
+  std::atomic<uint64_t> feed_bytes_appended_{0};
 };
 
 }  // namespace feedd

@@ -18,7 +18,9 @@ class RocksDocumentStore final : public DocumentStore {
       : options_(options),
         db_(std::move(db)),
         pipeline_(db_.get(), options_, db_->stored_head_lsn()),
-        feed_(db_.get(), options_, [this] { return pipeline_.head(); }),
+        feed_(
+            db_.get(), options_, [this] { return pipeline_.head(); },
+            [this] { return pipeline_.feed_bytes_appended(); }),
         queries_(db_.get()) {
     for (const auto& c : db_->containers()) specs_.push_back(c.spec);
   }

@@ -141,15 +141,16 @@ class QueryRun {
     return nullptr;
   }
 
-  // Where an unordered scan resumes, relative to `prefix`.
-  std::string SeekKey(const std::string& prefix) const {
+  // Where an unordered scan resumes: the continuation's item key, inside the
+  // index range `prefix` for index scans.
+  std::string SeekKey(const std::string& prefix, bool index_scan) const {
     if (spec_.order_by || !cont_.present) return prefix;
-    return prefix + cont_.item_key;
+    return index_scan ? prefix + cont_.item_key : cont_.item_key;
   }
 
   Status ScanItems(const std::string& prefix) {
     std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, c_.items));
-    std::string seek = SeekKey(prefix);
+    std::string seek = SeekKey(prefix, false);
     for (it->Seek(seek); it->Valid(); it->Next()) {
       std::string_view key = it->key().ToStringView();
       if (key.substr(0, prefix.size()) != prefix) break;
@@ -167,7 +168,7 @@ class QueryRun {
 
   Status ScanIndex(const std::string& prefix) {
     std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, index_->cf));
-    std::string seek = SeekKey(prefix);
+    std::string seek = SeekKey(prefix, true);
     std::string value;
     for (it->Seek(seek); it->Valid(); it->Next()) {
       std::string_view key = it->key().ToStringView();
