@@ -160,17 +160,6 @@ HttpResponse JsonResponse(int status, std::string body) {
   return response;
 }
 
-std::optional<std::string> ExtractEtag(std::string_view item_json) {
-  unsigned char buffer[4096];
-  boost::json::monotonic_resource resource(buffer, sizeof(buffer));
-  boost::system::error_code ec;
-  boost::json::value item = boost::json::parse(item_json, ec, &resource);
-  if (ec || !item.is_object()) return std::nullopt;
-  const boost::json::value* etag = item.as_object().if_contains("_etag");
-  if (etag == nullptr || !etag->is_string()) return std::nullopt;
-  return std::string(etag->as_string());
-}
-
 Result<std::string> NormalizeIfMatch(std::string_view value) {
   value = Trim(value);
   if (value == "*") return std::string(value);

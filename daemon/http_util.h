@@ -54,9 +54,6 @@ std::string ErrorJson(const Status& status);
 HttpResponse ErrorResponse(const Status& status);
 HttpResponse JsonResponse(int status, std::string body);
 
-// The value of the top-level "_etag" of a stored item, or nullopt.
-std::optional<std::string> ExtractEtag(std::string_view item_json);
-
 // An If-Match value as storage compares it: "*" stays "*", a quoted ETag
 // stays as is, an unquoted one is quoted. A list, a weak ETag or an empty
 // value is invalid_request.

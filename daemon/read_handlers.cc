@@ -5,6 +5,7 @@
 
 #include "daemon/api_router.h"
 #include "daemon/http_util.h"
+#include "storage/etag.h"
 
 namespace feedd {
 namespace {
@@ -78,11 +79,11 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
                pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     std::string item;
-    Status status = store_->Read(container, pk, id, &item);
+    Lsn item_lsn = 0;
+    Status status = store_->Read(container, pk, id, &item, &item_lsn);
     if (!status.ok()) return pending->Send(ErrorResponse(status));
-    std::optional<std::string> etag = ExtractEtag(item);
     HttpResponse response = JsonResponse(200, std::move(item));
-    if (etag) response.headers.push_back({"ETag", std::move(*etag)});
+    response.headers.push_back({"ETag", EtagOf(item_lsn)});
     pending->Send(std::move(response));
   };
   if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, read);

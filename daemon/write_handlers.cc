@@ -8,6 +8,7 @@
 
 #include "daemon/api_router.h"
 #include "daemon/http_util.h"
+#include "storage/etag.h"
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
 
@@ -55,11 +56,7 @@ HttpResponse SingleWriteResponse(WriteResult& result) {
   OpResult& op = result.results.front();
   HttpResponse response = JsonResponse(op.http_status, std::move(op.item_json));
   if (op.lsn != 0) response.headers.push_back({"X-Feedd-Lsn", std::to_string(op.lsn)});
-  if (!response.body.empty()) {
-    if (std::optional<std::string> etag = ExtractEtag(response.body)) {
-      response.headers.push_back({"ETag", std::move(*etag)});
-    }
-  }
+  if (op.item_lsn != 0) response.headers.push_back({"ETag", EtagOf(op.item_lsn)});
   return response;
 }
 

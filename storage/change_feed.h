@@ -69,7 +69,7 @@ class ChangeFeed {
   const StoreOptions options_;
   const std::function<Lsn()> head_;
   const std::function<uint64_t()> appended_bytes_;
-  uint64_t loaded_bytes_ = 0;              // retained bytes at Load()
+  uint64_t loaded_bytes_ = 0;               // retained bytes at Load()
   std::atomic<uint64_t> dropped_bytes_{0};  // dropped by retention since Load()
   std::atomic<Lsn> truncated_before_;
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "storage/etag.h"
 #include "storage/key_format.h"
 #include "util/logging.h"
 
@@ -11,8 +12,6 @@ namespace feedd {
 namespace {
 
 namespace kf = key_format;
-
-std::string Etag(Lsn lsn) { return "\"" + std::to_string(lsn) + "\""; }
 
 // Compares an If-Match value with the etag of `lsn`. Quotes and a weak
 // prefix on the client's side are ignored; "*" matches any version.
@@ -191,8 +190,9 @@ class CommitPipeline::GroupBuilder {
                       "item '" + id + "' does not exist, so If-Match cannot hold");
       }
       if (!EtagMatches(*op.if_match, current_lsn)) {
-        return Status(ErrorCode::kPreconditionFailed,
-                      "item '" + id + "' has etag " + Etag(current_lsn) + ", not " + *op.if_match);
+        return Status(
+            ErrorCode::kPreconditionFailed,
+            "item '" + id + "' has etag " + EtagOf(current_lsn) + ", not " + *op.if_match);
       }
     }
 
@@ -240,6 +240,7 @@ class CommitPipeline::GroupBuilder {
         if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
         out->http_status = 200;
         out->item_json.assign(current_json);
+        out->item_lsn = current_lsn;
         return Status::Ok();
     }
 
@@ -287,6 +288,7 @@ class CommitPipeline::GroupBuilder {
       batch_.Put(c.items, key, stored);
       Remember(c, key, std::move(stored));
       out->item_json = std::move(*after);
+      out->item_lsn = lsn;
     }
     out->lsn = lsn;
     return Status::Ok();
@@ -318,6 +320,8 @@ void CommitPipeline::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  watchers_.clear();  // never fire into an owner that is going away
 }
 
 void CommitPipeline::Submit(WriteRequest request, WriteCallback done) {

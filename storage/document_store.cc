@@ -44,7 +44,7 @@ class RocksDocumentStore final : public DocumentStore {
   const StoreOptions& options() const override { return options_; }
 
   Status Read(std::string_view container, std::string_view partition_key, std::string_view id,
-              std::string* item_json) const override {
+              std::string* item_json, Lsn* item_lsn) const override {
     const ContainerHandle* c = db_->Find(container);
     if (c == nullptr) return ContainerNotFound(container);
     std::string value;
@@ -60,6 +60,7 @@ class RocksDocumentStore final : public DocumentStore {
       return Status(ErrorCode::kStorageError, "corrupt stored item");
     }
     item_json->assign(json);
+    if (item_lsn != nullptr) *item_lsn = lsn;
     return Status::Ok();
   }
 

@@ -69,9 +69,11 @@ class DocumentStore {
   virtual const StoreOptions& options() const = 0;
 
   // ---- Items ----
-  // Point read. On success *item_json is the stored item (with _etag, _lsn, _ts).
+  // Point read. On success *item_json is the stored item (with _etag, _lsn,
+  // _ts) and, when item_lsn is given, *item_lsn its _lsn (see storage/etag.h).
   virtual Status Read(std::string_view container, std::string_view partition_key,
-                      std::string_view id, std::string* item_json) const = 0;
+                      std::string_view id, std::string* item_json,
+                      Lsn* item_lsn = nullptr) const = 0;
   virtual Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const = 0;
   // Queues `request`; `done` runs exactly once with the outcome.
   virtual void Submit(WriteRequest request, WriteCallback done) = 0;
@@ -87,7 +89,8 @@ class DocumentStore {
   virtual Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const = 0;
   // Calls `fn` once HeadLsn() >= lsn: right away on the caller's thread when
   // it already is, else later on the commit thread. Returns a token for
-  // CancelHeadWatch(); cancelling after `fn` ran is harmless.
+  // CancelHeadWatch(); cancelling after `fn` ran is harmless. Close()
+  // destroys the watches that never fired, without running them.
   virtual uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn) = 0;
   virtual void CancelHeadWatch(uint64_t token) = 0;
 

@@ -39,8 +39,9 @@ struct WriteOp {
   std::string id;
   std::optional<PreparedItem> item;  // kCreate, kUpsert, kReplace
   std::vector<PatchOp> patch;        // kPatch
-  // When set, the op applies only if the stored item's _etag equals it;
-  // otherwise (or when the item is missing) precondition_failed (412).
+  // When set, the op applies only if the stored item's _etag equals it
+  // ("*" matches any existing version); otherwise, or when the item is
+  // missing, precondition_failed (412).
   std::optional<std::string> if_match;
 };
 
@@ -54,6 +55,7 @@ struct OpResult {
   int http_status = 0;    // 201 created, 200 replaced/patched/read, 204 deleted
   std::string item_json;  // the item as stored (empty for a delete)
   Lsn lsn = 0;            // the op's change record (0 for a read)
+  Lsn item_lsn = 0;       // the item's _lsn; EtagOf(item_lsn) is its _etag (0: deleted)
 };
 
 struct WriteResult {
