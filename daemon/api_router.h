@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "daemon/http_handler.h"
+#include "feed/publisher.h"
 #include "storage/document_store.h"
 
 namespace boost::asio {
@@ -44,7 +45,10 @@ class ChangeFeedPoll;
 class ApiRouter : public HttpHandler {
  public:
   struct Options {
-    std::string kafka_topic_prefix = "feedd.";  // topic = prefix + container
+    // The Kafka publisher, or nullptr when publishing is off. Not owned; it
+    // must outlive the router's use of it (stop HTTP first).
+    const Publisher* publisher = nullptr;
+    bool embedded_broker = false;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);

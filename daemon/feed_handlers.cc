@@ -236,21 +236,43 @@ void ApiRouter::OnServerStopping() {
 }
 
 void ApiRouter::FeedInfo(Responder responder) {
-  boost::json::object topics;
-  for (const ContainerSpec& spec : store_->containers()) {
-    topics[spec.name] = options_.kafka_topic_prefix + spec.name;
+  boost::json::object kafka;
+  boost::json::value published = nullptr;
+  if (const Publisher* publisher = options_.publisher) {
+    PublisherStatus s = publisher->GetStatus();
+    boost::json::object topics;
+    for (const auto& [container, topic] : publisher->Topics()) topics[container] = topic;
+    published = s.published_lsn;
+    kafka = boost::json::object{
+        {"bootstrapServers", s.bootstrap},
+        {"embedded", options_.embedded_broker},
+        {"topics", std::move(topics)},
+        {"state", s.state},
+        {"connected", s.connected},
+        {"lagChanges", s.lag_changes},
+        {"lagSeconds", s.lag_seconds},
+        {"inflightMessages", s.inflight_messages},
+        {"produced", s.produced},
+        {"delivered", s.delivered},
+        {"deliveryErrors", s.delivery_errors},
+        {"duplicatesSkipped", s.duplicates_skipped},
+        {"envelopesShrunk", s.envelopes_shrunk},
+        {"lastError",
+         s.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(s.last_error)},
+    };
+  } else {
+    kafka = boost::json::object{{"bootstrapServers", nullptr},
+                                {"embedded", false},
+                                {"topics", boost::json::object()},
+                                {"state", "disabled"}};
   }
   boost::json::array consumers;
   for (const ConsumerWatermark& consumer : store_->Consumers()) {
     consumers.push_back(boost::json::object{{"name", consumer.name}, {"ackedLsn", consumer.acked}});
   }
   boost::json::object info{
-      {"headLsn", store_->HeadLsn()},
-      {"oldestRetainedLsn", store_->OldestRetainedLsn()},
-      {"publishedLsn", nullptr},
-      {"kafka",
-       boost::json::object{
-           {"bootstrapServers", nullptr}, {"embedded", nullptr}, {"topics", std::move(topics)}}},
+      {"headLsn", store_->HeadLsn()},         {"oldestRetainedLsn", store_->OldestRetainedLsn()},
+      {"publishedLsn", std::move(published)}, {"kafka", std::move(kafka)},
       {"consumers", std::move(consumers)},
   };
   responder.Send(JsonResponse(200, boost::json::serialize(info)));

@@ -17,6 +17,8 @@
 #include "daemon/http_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
+#include "feed/embedded_broker.h"
+#include "feed/publisher.h"
 #include "storage/document_store.h"
 #include "util/logging.h"
 
@@ -59,17 +61,57 @@ int Run(const DaemonConfig& config) {
   }
   std::unique_ptr<DocumentStore> store = std::move(*opened);
 
+  // Kafka: the embedded broker (in-memory, development and tests) or a real
+  // cluster. The publisher never blocks start-up on the broker.
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::unique_ptr<Publisher> publisher;
+  std::optional<std::string> bootstrap;
+  const bool embedded = config.kafka.brokers == "embedded";
+  if (config.kafka.brokers != "none") {
+    if (embedded) {
+      auto started = EmbeddedBroker::Start();
+      if (!started.ok()) {
+        FEEDD_LOG(kError, "main") << started.status().ToString();
+        return kExitStartupFailure;
+      }
+      broker = std::move(*started);
+      for (const ContainerSpec& spec : store->containers()) {
+        Status s =
+            broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
+        if (!s.ok()) {
+          FEEDD_LOG(kError, "main") << s.ToString();
+          return kExitStartupFailure;
+        }
+      }
+    }
+    bootstrap = embedded ? broker->bootstrap() : config.kafka.brokers;
+    auto started = Publisher::Start(store.get(), config.kafka, *bootstrap, embedded);
+    if (!started.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
+                                << started.status().ToString();
+      return kExitStartupFailure;
+    }
+    publisher = std::move(*started);
+    FEEDD_LOG(kInfo, "main") << "kafka bootstrap " << *bootstrap
+                             << (embedded ? " (embedded, in-memory)" : "");
+  }
+
   HttpServer http(HttpOptions(config));
   ApiRouter::Options router_options;
-  router_options.kafka_topic_prefix = config.kafka_topic_prefix;
+  router_options.publisher = publisher.get();
+  router_options.embedded_broker = embedded;
   ApiRouter router(store.get(), router_options, http.io_context());
 
   // Reverse order of start-up. The store goes before the router and the
-  // server: its callbacks reference both.
+  // server: its callbacks reference both. The publisher delivers what is in
+  // flight and records its checkpoint before the store closes.
   auto shut_down = [&] {
     http.Stop();
+    if (publisher) publisher->Stop();
     store->Close();
     store.reset();
+    publisher.reset();
+    broker.reset();
   };
 
   Status status = http.Start(&router);
@@ -82,7 +124,7 @@ int Run(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "api listening on " << api;
 
   if (!config.ready_file.empty()) {
-    status = WriteFileAtomically(config.ready_file, ReadyFileJson(api, std::nullopt, std::nullopt));
+    status = WriteFileAtomically(config.ready_file, ReadyFileJson(api, std::nullopt, bootstrap));
     if (!status.ok()) {
       FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
       shut_down();

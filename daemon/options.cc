@@ -81,13 +81,13 @@ Status ParseNonEmpty(std::string_view text, std::string* out) {
 }
 
 Status ParseKafkaBrokers(std::string_view text, std::string* out) {
-  if (text != "embedded") {
+  if (text != "embedded" && text != "none") {
     std::string_view rest = text;
     while (true) {
       size_t comma = rest.find(',');
       Result<HostPort> broker = ParseHostPort(rest.substr(0, comma));
       if (!broker.ok() || broker->port == 0) {
-        return BadValue("'embedded' or a list HOST:PORT,... with non-zero ports", text);
+        return BadValue("'embedded', 'none' or a list HOST:PORT,... with non-zero ports", text);
       }
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
@@ -181,11 +181,50 @@ const OptionSpec kOptions[] = {
                                              : BadValue("debug, info, warning or error", v);
      }},
     {"kafka.brokers", "embedded",
-     "'embedded' (in-process broker on loopback) or a bootstrap list HOST:PORT,...",
-     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka_brokers); }},
+     "'embedded' (in-process broker on loopback), 'none' (no publishing) or a bootstrap list "
+     "HOST:PORT,...",
+     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka.brokers); }},
     {"kafka.topic_prefix", "feedd.", "Kafka topic of a container: <prefix><container>",
      [](std::string_view v, DaemonConfig& c) {
-       return ParseTopicPrefix(v, &c.kafka_topic_prefix);
+       return ParseTopicPrefix(v, &c.kafka.topic_prefix);
+     }},
+    {"kafka.envelope", "native", "message value: 'native' (the change envelope) or 'debezium'",
+     [](std::string_view v, DaemonConfig& c) {
+       if (v == "native")
+         c.kafka.envelope = EnvelopeFormat::kNative;
+       else if (v == "debezium")
+         c.kafka.envelope = EnvelopeFormat::kDebezium;
+       else
+         return BadValue("native or debezium", v);
+       return Status::Ok();
+     }},
+    {"kafka.tombstones", "false", "follow each delete with a null-value message of the same key",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.kafka.tombstones); }},
+    {"kafka.create_topics", "true", "create missing topics",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.kafka.create_topics); }},
+    {"kafka.partitions", "3", "partitions of a created topic (1..10000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 10000, &c.kafka.partitions);
+     }},
+    {"kafka.replication_factor", "1", "replication factor of a created topic (1..32)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 32, &c.kafka.replication_factor);
+     }},
+    {"kafka.max_envelope_bytes", "921600",
+     "larger envelopes lose their images (docs/kafka.md, 'Large items') (1024..104857600)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 100 * kMiB, &c.kafka.max_envelope_bytes);
+     }},
+    {"kafka.max_inflight_messages", "20000", "messages awaiting delivery, at most (1..1000000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 1000000, &c.kafka.max_inflight_messages);
+     }},
+    {"kafka.max_inflight_mb", "64", "MiB of messages awaiting delivery, at most (1..4096)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 1, 4096, &mb);
+       if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
+       return s;
      }},
     {"ready_file", "", "once serving, write the bound addresses to this file (JSON)",
      [](std::string_view v, DaemonConfig& c) {
@@ -193,7 +232,11 @@ const OptionSpec kOptions[] = {
        return Status::Ok();
      }},
     {"instance.name", "feedd", "name of this daemon (Kafka source.name, metrics)",
-     [](std::string_view v, DaemonConfig& c) { return ParseNonEmpty(v, &c.instance_name); }},
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseNonEmpty(v, &c.instance_name);
+       c.kafka.instance_name = c.instance_name;
+       return s;
+     }},
 };
 
 // Command-line spellings from the contract, and the option each stands for.
@@ -314,7 +357,7 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     if (kafka || key.name.starts_with("processor.")) {
       std::string rest = key.name.substr(kafka ? 6 : 10);
       if (rest.empty()) return ConfigError("unknown option " + key.name);
-      (kafka ? config->kafka_properties : config->processor_settings)[rest] = key.value;
+      (kafka ? config->kafka.properties : config->processor_settings)[rest] = key.value;
       continue;
     }
     std::string name;

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "daemon/host_port.h"
+#include "feed/kafka_options.h"
 #include "storage/store_options.h"
 #include "util/logging.h"
 #include "util/status.h"
@@ -47,10 +48,9 @@ struct DaemonConfig {
 
   LogLevel log_level = LogLevel::kInfo;
 
-  std::string kafka_brokers;  // "embedded" or a bootstrap list HOST:PORT,...
-  std::string kafka_topic_prefix;
-  // Every other kafka.<property>, keyed by <property> (e.g. "linger.ms").
-  std::map<std::string, std::string> kafka_properties;
+  // kafka.*; every kafka.<property> not in the option table goes to
+  // kafka.properties, keyed by <property> (e.g. "linger.ms").
+  KafkaOptions kafka;
 
   // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind").
   std::map<std::string, std::string> processor_settings;

@@ -69,9 +69,9 @@ TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   EXPECT_EQ(config.http_shutdown_grace_seconds, 10u);
   EXPECT_EQ(config.metrics_listen.ToString(), "127.0.0.1:9464");
   EXPECT_EQ(config.log_level, LogLevel::kInfo);
-  EXPECT_EQ(config.kafka_brokers, "embedded");
-  EXPECT_EQ(config.kafka_topic_prefix, "feedd.");
-  EXPECT_TRUE(config.kafka_properties.empty());
+  EXPECT_EQ(config.kafka.brokers, "embedded");
+  EXPECT_EQ(config.kafka.topic_prefix, "feedd.");
+  EXPECT_TRUE(config.kafka.properties.empty());
   EXPECT_EQ(config.ready_file, "");
   EXPECT_EQ(config.instance_name, "feedd");
   ASSERT_EQ(config.store.containers.size(), DefaultContainers().size());
@@ -117,7 +117,7 @@ TEST_F(OptionsTest, ContractAliases) {
   EXPECT_EQ(config.http_listen.port, 0);
   EXPECT_EQ(config.metrics_listen.port, 0);
   EXPECT_EQ(config.ready_file, "/tmp/ready");
-  EXPECT_EQ(config.kafka_brokers, "k1:9092,k2:9092");
+  EXPECT_EQ(config.kafka.brokers, "k1:9092,k2:9092");
 }
 
 TEST_F(OptionsTest, AliasAndOptionTogetherIsAnError) {
@@ -264,8 +264,8 @@ TEST_F(OptionsTest, KafkaAndProcessorKeysArePassedThrough) {
       "[kafka]\nbrokers = k:9092\nlinger.ms = 5\nacks = 1\n[processor.views]\nkind = copy\n");
   args_.push_back("--kafka.acks=all");
   DaemonConfig config = LoadOk();
-  EXPECT_EQ(config.kafka_brokers, "k:9092");
-  EXPECT_EQ(config.kafka_properties,
+  EXPECT_EQ(config.kafka.brokers, "k:9092");
+  EXPECT_EQ(config.kafka.properties,
             (std::map<std::string, std::string>{{"acks", "all"}, {"linger.ms", "5"}}));
   EXPECT_EQ(config.processor_settings,
             (std::map<std::string, std::string>{{"views.kind", "copy"}}));
