@@ -177,6 +177,17 @@ Status ChangeFeed::UnregisterConsumer(const std::string& name) {
   return Status::Ok();
 }
 
+bool ChangeFeed::IsRegistered(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  return consumers_.count(name) != 0;
+}
+
+void ChangeFeed::NoteAcked(const std::string& name, Lsn acked) {
+  std::lock_guard<std::mutex> lock(consumers_mutex_);
+  auto it = consumers_.find(name);
+  if (it != consumers_.end() && acked > it->second) it->second = acked;
+}
+
 std::vector<ConsumerWatermark> ChangeFeed::Consumers() const {
   std::lock_guard<std::mutex> lock(consumers_mutex_);
   std::vector<ConsumerWatermark> out;

@@ -53,6 +53,9 @@ class ChangeFeed {
   Status AckConsumer(const std::string& name, Lsn acked);
   Status UnregisterConsumer(const std::string& name);
   std::vector<ConsumerWatermark> Consumers() const;
+  bool IsRegistered(const std::string& name) const;
+  // Records in memory an ack that was persisted elsewhere (a view write).
+  void NoteAcked(const std::string& name, Lsn acked);
 
   Status EnforceRetention();
 

@@ -76,29 +76,33 @@ class CommitPipeline::GroupBuilder {
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms)
       : db_(db), options_(options), next_lsn_(next_lsn), ts_ms_(ts_ms) {}
 
-  // Adds `request` to the batch, or leaves the batch untouched and returns
-  // the failure.
-  WriteResult Add(const WriteRequest& request) {
+  // Adds every request of `pending` (and its watermark) to the batch, or
+  // leaves the batch untouched and returns the failure.
+  WriteResult Add(const Pending& pending) {
     WriteResult result;
-    const ContainerHandle* container = db_->Find(request.container);
-    if (container == nullptr) {
-      result.status = Status(ErrorCode::kContainerNotFound,
-                             "container '" + request.container + "' does not exist");
-      return result;
-    }
-    if (request.ops.empty() || request.ops.size() > kMaxBatchOperations) {
-      result.status =
-          Status(ErrorCode::kTooManyOperations,
-                 "a request holds 1 to 100 operations, not " + std::to_string(request.ops.size()));
-      return result;
-    }
     batch_.SetSavePoint();
     undo_.clear();
     const Lsn first_lsn = next_lsn_;
     const uint64_t first_feed_bytes = feed_bytes_;
-    for (size_t i = 0; i < request.ops.size(); ++i) {
-      OpResult op_result;
-      Status s = Apply(*container, request.partition_key, request.ops[i], &op_result);
+    size_t op_index = 0;
+    for (const WriteRequest& request : pending.parts.requests) {
+      Status s;
+      const ContainerHandle* container = db_->Find(request.container);
+      if (container == nullptr) {
+        s = Status(ErrorCode::kContainerNotFound,
+                   "container '" + request.container + "' does not exist");
+      } else if (request.ops.empty() || request.ops.size() > kMaxBatchOperations) {
+        s = Status(ErrorCode::kTooManyOperations, "a request holds 1 to 100 operations, not " +
+                                                      std::to_string(request.ops.size()));
+      }
+      for (size_t i = 0; s.ok() && i < request.ops.size(); ++i) {
+        OpResult op_result;
+        s = Apply(*container, request.partition_key, request.ops[i], &op_result);
+        if (!s.ok()) break;
+        ++op_index;
+        if (op_result.lsn != 0) result.last_lsn = op_result.lsn;
+        result.results.push_back(std::move(op_result));
+      }
       if (!s.ok()) {
         batch_.RollbackToSavePoint();
         for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
@@ -111,11 +115,13 @@ class CommitPipeline::GroupBuilder {
         feed_bytes_ = first_feed_bytes;
         WriteResult failed;
         failed.status = std::move(s);
-        failed.failed_index = static_cast<int>(i);
+        failed.failed_index = static_cast<int>(op_index);
         return failed;
       }
-      if (op_result.lsn != 0) result.last_lsn = op_result.lsn;
-      result.results.push_back(std::move(op_result));
+    }
+    if (pending.is_view) {
+      batch_.Put(db_->meta(), std::string(kf::kMetaConsumerPrefix) + pending.parts.consumer,
+                 kf::EncodeU64(pending.parts.consumer_acked));
     }
     batch_.PopSavePoint();
     return result;
@@ -183,6 +189,12 @@ class CommitPipeline::GroupBuilder {
       return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
     }
     const bool exists = current->has_value();
+    if (!exists && op.if_exists &&
+        (op.kind == WriteOpKind::kReplace || op.kind == WriteOpKind::kDelete ||
+         op.kind == WriteOpKind::kPatch)) {
+      out->http_status = 404;  // nothing to do
+      return Status::Ok();
+    }
 
     if (op.if_match) {
       if (!exists) {
@@ -325,6 +337,21 @@ void CommitPipeline::Stop() {
 }
 
 void CommitPipeline::Submit(WriteRequest request, WriteCallback done) {
+  Pending pending;
+  pending.parts.requests.push_back(std::move(request));
+  pending.done = std::move(done);
+  Enqueue(std::move(pending));
+}
+
+void CommitPipeline::SubmitView(ViewWrite view, WriteCallback done) {
+  Pending pending;
+  pending.parts = std::move(view);
+  pending.is_view = true;
+  pending.done = std::move(done);
+  Enqueue(std::move(pending));
+}
+
+void CommitPipeline::Enqueue(Pending pending) {
   Status refused;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -334,13 +361,13 @@ void CommitPipeline::Submit(WriteRequest request, WriteCallback done) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store refuses writes after a storage failure: " + failure_.message());
     } else {
-      queue_.push_back({std::move(request), std::move(done)});
+      queue_.push_back(std::move(pending));
     }
   }
   if (!refused.ok()) {
     WriteResult result;
     result.status = std::move(refused);
-    done(std::move(result));
+    pending.done(std::move(result));
     return;
   }
   wake_.notify_one();
@@ -397,8 +424,8 @@ void CommitPipeline::Run() {
       size_t bytes = 0;
       while (!queue_.empty() && group.size() < options_.max_group_requests &&
              (group.empty() || bytes < options_.max_group_bytes)) {
-        for (const auto& op : queue_.front().request.ops) {
-          bytes += op.item ? op.item->body_json.size() : 256;
+        for (const auto& request : queue_.front().parts.requests) {
+          for (const auto& op : request.ops) bytes += op.item ? op.item->body_json.size() : 256;
         }
         group.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -425,13 +452,15 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   GroupBuilder builder(db_, options_, first, last_ts_ms_);
   size_t committed_requests = 0;
   for (size_t i = 0; i < group.size(); ++i) {
-    results[i] = builder.Add(group[i].request);
+    results[i] = builder.Add(group[i]);
     if (results[i].status.ok()) ++committed_requests;
   }
 
   const Lsn last = builder.next_lsn() - 1;
-  if (last >= first) {
-    builder.batch()->Put(db_->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(last));
+  if (builder.batch()->Count() > 0) {  // reads alone write nothing
+    if (last >= first) {
+      builder.batch()->Put(db_->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(last));
+    }
     rocksdb::WriteOptions wo;
     wo.sync = options_.sync;
     rocksdb::Status s = db_->db()->Write(wo, builder.batch());
@@ -450,9 +479,11 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       }
       return;
     }
-    changes_committed_ += last - first + 1;
-    feed_bytes_appended_ += builder.feed_bytes();
-    PublishHead(last);
+    if (last >= first) {
+      changes_committed_ += last - first + 1;
+      feed_bytes_appended_ += builder.feed_bytes();
+      PublishHead(last);
+    }
   }
   ++groups_committed_;
   requests_committed_ += committed_requests;

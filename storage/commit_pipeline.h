@@ -52,6 +52,8 @@ class CommitPipeline {
   void Stop();
 
   void Submit(WriteRequest request, WriteCallback done);
+  // Applies every request of `view` and its consumer watermark atomically.
+  void SubmitView(ViewWrite view, WriteCallback done);
 
   Lsn head() const { return head_.load(std::memory_order_acquire); }
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
@@ -66,10 +68,14 @@ class CommitPipeline {
   uint64_t feed_bytes_appended() const { return feed_bytes_appended_.load(); }
 
  private:
+  // One unit of the queue: a client request (one part, no watermark) or a
+  // processor's view write.
   struct Pending {
-    WriteRequest request;
+    ViewWrite parts;
+    bool is_view = false;
     WriteCallback done;
   };
+  void Enqueue(Pending pending);
   class GroupBuilder;
 
   void Run();

@@ -74,6 +74,23 @@ class RocksDocumentStore final : public DocumentStore {
     pipeline_.Submit(std::move(request), std::move(done));
   }
 
+  void SubmitView(ViewWrite view, WriteCallback done) override {
+    if (!feed_.IsRegistered(view.consumer)) {
+      WriteResult r;
+      r.status =
+          Status(ErrorCode::kInvalidRequest, "consumer '" + view.consumer + "' is not registered");
+      return done(std::move(r));
+    }
+    std::string consumer = view.consumer;
+    Lsn acked = view.consumer_acked;
+    pipeline_.SubmitView(std::move(view),
+                         [this, consumer, acked, done = std::move(done)](WriteResult r) {
+                           if (r.status.ok())
+                             feed_.NoteAcked(consumer, acked);  // durable with the view
+                           done(std::move(r));
+                         });
+  }
+
   Lsn HeadLsn() const override { return pipeline_.head(); }
   Lsn OldestRetainedLsn() const override { return feed_.oldest_retained(); }
   Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const override {
@@ -160,6 +177,13 @@ Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const StoreOptions& o
   FEEDD_LOG(kInfo, "storage") << "opened " << options.data_dir << " at LSN " << store->HeadLsn()
                               << " (sync=" << (options.sync ? "on" : "off") << ")";
   return std::unique_ptr<DocumentStore>(std::move(store));
+}
+
+WriteResult DocumentStore::WriteView(ViewWrite view) {
+  std::promise<WriteResult> promise;
+  auto future = promise.get_future();
+  SubmitView(std::move(view), [&promise](WriteResult r) { promise.set_value(std::move(r)); });
+  return future.get();
 }
 
 WriteResult DocumentStore::Write(WriteRequest request) {

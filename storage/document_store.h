@@ -79,6 +79,10 @@ class DocumentStore {
   virtual void Submit(WriteRequest request, WriteCallback done) = 0;
   // Submit() and wait.
   WriteResult Write(WriteRequest request);
+  // Queues a processor's effects (see ViewWrite); `done` runs exactly once.
+  // The result's failed_index counts ops across all requests.
+  virtual void SubmitView(ViewWrite view, WriteCallback done) = 0;
+  WriteResult WriteView(ViewWrite view);
 
   // ---- Change feed ----
   virtual Lsn HeadLsn() const = 0;

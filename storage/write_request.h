@@ -43,6 +43,10 @@ struct WriteOp {
   // ("*" matches any existing version); otherwise, or when the item is
   // missing, precondition_failed (412).
   std::optional<std::string> if_match;
+  // For kReplace, kDelete and kPatch: a missing item is not an error, the op
+  // does nothing (http_status 404 in its result). Used by processors, whose
+  // views converge whatever order changes arrive in.
+  bool if_exists = false;
 };
 
 struct WriteRequest {
@@ -63,6 +67,16 @@ struct WriteResult {
   int failed_index = -1;          // index of the failing op when !status.ok()
   std::vector<OpResult> results;  // one per op when status.ok()
   Lsn last_lsn = 0;               // last change record written (0: none)
+};
+
+// A processor's effects: requests on any containers and partitions, applied
+// all-or-nothing in one WriteBatch together with the processor's retention
+// watermark (DocumentStore::RegisterConsumer), so "applied up to" and the
+// view can never disagree after a crash.
+struct ViewWrite {
+  std::vector<WriteRequest> requests;  // may be empty: only the watermark moves
+  std::string consumer;                // a registered consumer name
+  Lsn consumer_acked = 0;              // its new acknowledged LSN
 };
 
 // Invoked exactly once, on the commit thread: keep it short (post the result
