@@ -236,7 +236,7 @@ class CommitPipeline::GroupBuilder {
         if (ec || !item.is_object()) {
           return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
         }
-        StripSystemProperties(item.as_object());
+        StripStoreProperties(item.as_object());  // derived '_' fields stay
         if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
         body_json = boost::json::serialize(item);
         if (body_json.size() > options_.max_item_bytes) {
@@ -332,8 +332,7 @@ void CommitPipeline::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(watch_mutex_);
-  watchers_.clear();  // never fire into an owner that is going away
+  head_.Clear();  // never fire into an owner that is going away
 }
 
 void CommitPipeline::Submit(WriteRequest request, WriteCallback done) {
@@ -379,40 +378,10 @@ Status CommitPipeline::health() const {
 }
 
 uint64_t CommitPipeline::OnHeadReached(Lsn lsn, std::function<void()> fn) {
-  std::unique_lock<std::mutex> lock(watch_mutex_);
-  uint64_t token = next_token_++;
-  if (head() >= lsn) {
-    lock.unlock();
-    fn();
-    return token;
-  }
-  watchers_.emplace(lsn, std::make_pair(token, std::move(fn)));
-  return token;
+  return head_.Watch(lsn, std::move(fn));
 }
 
-void CommitPipeline::CancelHeadWatch(uint64_t token) {
-  std::lock_guard<std::mutex> lock(watch_mutex_);
-  for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
-    if (it->second.first == token) {
-      watchers_.erase(it);
-      return;
-    }
-  }
-}
-
-void CommitPipeline::PublishHead(Lsn head) {
-  std::vector<std::function<void()>> ready;
-  {
-    // Under watch_mutex_ so OnHeadReached() cannot miss this advance.
-    std::lock_guard<std::mutex> lock(watch_mutex_);
-    head_.store(head, std::memory_order_release);
-    auto end = watchers_.upper_bound(head);
-    for (auto it = watchers_.begin(); it != end; ++it)
-      ready.push_back(std::move(it->second.second));
-    watchers_.erase(watchers_.begin(), end);
-  }
-  for (auto& fn : ready) fn();
-}
+void CommitPipeline::CancelHeadWatch(uint64_t token) { head_.Cancel(token); }
 
 void CommitPipeline::Run() {
   std::vector<Pending> group;
@@ -482,7 +451,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     if (last >= first) {
       changes_committed_ += last - first + 1;
       feed_bytes_appended_ += builder.feed_bytes();
-      PublishHead(last);
+      head_.Advance(last);
     }
   }
   ++groups_committed_;

@@ -38,6 +38,7 @@
 #include "storage/rocks_database.h"
 #include "storage/store_options.h"
 #include "storage/write_request.h"
+#include "util/lsn_watchers.h"
 
 namespace feedd {
 
@@ -55,7 +56,7 @@ class CommitPipeline {
   // Applies every request of `view` and its consumer watermark atomically.
   void SubmitView(ViewWrite view, WriteCallback done);
 
-  Lsn head() const { return head_.load(std::memory_order_acquire); }
+  Lsn head() const { return head_.value(); }
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
   void CancelHeadWatch(uint64_t token);
 
@@ -80,7 +81,6 @@ class CommitPipeline {
 
   void Run();
   void CommitGroup(std::vector<Pending>& group);
-  void PublishHead(Lsn head);
 
   RocksDatabase* const db_;
   const StoreOptions options_;
@@ -91,13 +91,9 @@ class CommitPipeline {
   bool stopping_ = false;
   std::thread thread_;
 
-  std::atomic<Lsn> head_;
+  LsnWatchers head_;         // the committed head LSN and its watches
   uint64_t last_ts_ms_ = 0;  // commit thread only
   Status failure_;           // guarded by mutex_
-
-  std::mutex watch_mutex_;
-  uint64_t next_token_ = 1;
-  std::multimap<Lsn, std::pair<uint64_t, std::function<void()>>> watchers_;
 
   std::atomic<uint64_t> groups_committed_{0};
   std::atomic<uint64_t> requests_committed_{0};

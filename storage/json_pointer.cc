@@ -82,6 +82,14 @@ const boost::json::value* JsonPointer::Find(const boost::json::value& root) cons
   return FindIn(&root, tokens_);
 }
 
+const boost::json::value* JsonPointer::Find(const boost::json::object& root) const {
+  if (tokens_.empty()) return nullptr;
+  const boost::json::value* first = root.if_contains(tokens_[0]);
+  if (first == nullptr) return nullptr;
+  std::vector<std::string> rest(tokens_.begin() + 1, tokens_.end());
+  return FindIn(first, rest);
+}
+
 boost::json::value* JsonPointer::Find(boost::json::value& root) const {
   return FindIn(&root, tokens_);
 }

@@ -4,6 +4,7 @@
 // Thread-safety: immutable after construction; safe to share.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <string>
 #include <string_view>
@@ -30,6 +31,8 @@ class JsonPointer {
   // Array tokens must be canonical decimal indexes.
   const boost::json::value* Find(const boost::json::value& root) const;
   boost::json::value* Find(boost::json::value& root) const;
+  // The same inside an object (nullptr for the root pointer).
+  const boost::json::value* Find(const boost::json::object& root) const;
 
  private:
   std::string text_;

@@ -54,10 +54,18 @@ std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& 
   return values;
 }
 
-Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
-                                 std::optional<std::string_view> expected_pk,
-                                 std::optional<std::string_view> expected_id,
-                                 size_t max_item_bytes) {
+void StripStoreProperties(boost::json::object& body) {
+  body.erase("_etag");
+  body.erase("_lsn");
+  body.erase("_ts");
+}
+
+namespace {
+
+Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body,
+                             std::optional<std::string_view> expected_pk,
+                             std::optional<std::string_view> expected_id, size_t max_item_bytes,
+                             bool derived) {
   PreparedItem item;
   const boost::json::value* id = body.if_contains("id");
   if (id == nullptr) return Status(ErrorCode::kInvalidId, "the item has no 'id'");
@@ -69,7 +77,11 @@ Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object 
                   "the body's id '" + item.id + "' differs from the id in the path");
   }
 
-  StripSystemProperties(body);
+  if (derived) {
+    StripStoreProperties(body);
+  } else {
+    StripSystemProperties(body);
+  }
   boost::json::value root(std::move(body));
   auto pointer = JsonPointer::Parse(spec.partition_key_path);
   if (!pointer.ok()) return pointer.status();
@@ -98,6 +110,20 @@ Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object 
                       std::to_string(max_item_bytes));
   }
   return item;
+}
+
+}  // namespace
+
+Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
+                                 std::optional<std::string_view> expected_pk,
+                                 std::optional<std::string_view> expected_id,
+                                 size_t max_item_bytes) {
+  return Prepare(spec, std::move(body), expected_pk, expected_id, max_item_bytes, false);
+}
+
+Result<PreparedItem> PrepareDerivedItem(const ContainerSpec& spec, boost::json::object body,
+                                        size_t max_item_bytes) {
+  return Prepare(spec, std::move(body), std::nullopt, std::nullopt, max_item_bytes, true);
 }
 
 }  // namespace feedd

@@ -50,6 +50,13 @@ Status ValidatePartitionKeyValue(std::string_view pk);
 
 // Removes every top-level property whose name starts with '_'.
 void StripSystemProperties(boost::json::object& body);
+// Removes the properties the store maintains: _etag, _lsn and _ts.
+void StripStoreProperties(boost::json::object& body);
+
+// Like PrepareItem() for items that processors derive: only _etag, _lsn and
+// _ts are dropped, so '_' properties of derived items (_sourceLsn) stay.
+Result<PreparedItem> PrepareDerivedItem(const ContainerSpec& spec, boost::json::object body,
+                                        size_t max_item_bytes);
 
 // The index values of `item` for each of `spec.index_paths` (see PreparedItem).
 std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& spec,
