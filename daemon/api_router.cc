@@ -23,6 +23,11 @@ enum class RouteKind {
   kChangeFeed,  // /v1/changefeed
   kFeed,        // /v1/feed
   kProcessors,  // /v1/processors
+  kProcessor,   // /v1/processors/{name}
+  kParked,      // /v1/processors/{name}/parked
+  kReplay,      // /v1/processors/{name}/parked/replay
+  kRebuild,     // /v1/processors/{name}/rebuild
+  kVerify,      // /v1/processors/{name}/verify
   kHealthz,     // /healthz
   kReadyz,      // /readyz
 };
@@ -32,6 +37,7 @@ struct Route {
   const std::string* container = nullptr;
   const std::string* pk = nullptr;
   const std::string* id = nullptr;
+  const std::string* processor = nullptr;
 };
 
 Route MatchRoute(const std::vector<std::string>& s) {
@@ -46,6 +52,13 @@ Route MatchRoute(const std::vector<std::string>& s) {
     if (s[1] == "changefeed") route.kind = RouteKind::kChangeFeed;
     if (s[1] == "feed") route.kind = RouteKind::kFeed;
     if (s[1] == "processors") route.kind = RouteKind::kProcessors;
+  } else if (n >= 3 && n <= 5 && s[0] == "v1" && s[1] == "processors") {
+    route.processor = &s[2];
+    if (n == 3) route.kind = RouteKind::kProcessor;
+    if (n == 4 && s[3] == "parked") route.kind = RouteKind::kParked;
+    if (n == 5 && s[3] == "parked" && s[4] == "replay") route.kind = RouteKind::kReplay;
+    if (n == 4 && s[3] == "rebuild") route.kind = RouteKind::kRebuild;
+    if (n == 4 && s[3] == "verify") route.kind = RouteKind::kVerify;
   } else if (n >= 4 && s[0] == "v1" && s[1] == "containers") {
     route.container = &s[2];
     if (n == 4 && s[3] == "items") {
@@ -70,6 +83,9 @@ std::string_view AllowedMethods(RouteKind kind) {
     case RouteKind::kItems:
     case RouteKind::kBatch:
     case RouteKind::kQuery:
+    case RouteKind::kReplay:
+    case RouteKind::kRebuild:
+    case RouteKind::kVerify:
       return "POST";
     case RouteKind::kItem:
       return "GET, PUT, PATCH, DELETE";
@@ -83,6 +99,9 @@ bool IsAllowed(RouteKind kind, HttpMethod method) {
     case RouteKind::kItems:
     case RouteKind::kBatch:
     case RouteKind::kQuery:
+    case RouteKind::kReplay:
+    case RouteKind::kRebuild:
+    case RouteKind::kVerify:
       return method == HttpMethod::kPost;
     case RouteKind::kItem:
       return method == HttpMethod::kGet || method == HttpMethod::kPut ||
@@ -112,7 +131,10 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
       io_(io),
       containers_json_(ContainersJson(store->containers())) {}
 
-ApiRouter::~ApiRouter() = default;
+ApiRouter::~ApiRouter() {
+  std::lock_guard<std::mutex> lock(admin_mu_);
+  for (auto& t : admin_threads_) t.join();
+}
 
 void ApiRouter::Handle(HttpRequest request, Responder responder) {
   std::string_view target = request.target;
@@ -178,7 +200,25 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
     case RouteKind::kFeed:
       return FeedInfo(std::move(responder));
     case RouteKind::kProcessors:
-      return responder.Send(JsonResponse(200, R"({"processors":[]})"));
+      return ListProcessors(std::move(responder));
+    case RouteKind::kProcessor:
+    case RouteKind::kParked:
+    case RouteKind::kReplay:
+    case RouteKind::kRebuild:
+    case RouteKind::kVerify: {
+      ProcessorInstance* instance =
+          options_.processors ? options_.processors->Find(*route.processor) : nullptr;
+      if (instance == nullptr) {
+        return responder.Send(ErrorResponse(
+            Status(ErrorCode::kNotFound, "no processor named '" + *route.processor + "'")));
+      }
+      if (route.kind == RouteKind::kProcessor)
+        return ShowProcessor(*instance, std::move(responder));
+      if (route.kind == RouteKind::kParked) return ShowParked(*instance, std::move(responder));
+      if (route.kind == RouteKind::kReplay) return ReplayParked(*instance, std::move(responder));
+      if (route.kind == RouteKind::kRebuild) return Rebuild(*instance, std::move(responder));
+      return Verify(*instance, std::move(responder));
+    }
     case RouteKind::kHealthz:
       return responder.Send(JsonResponse(200, R"({"status":"ok"})"));
     case RouteKind::kReadyz: {

@@ -28,10 +28,13 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "daemon/http_handler.h"
 #include "feed/publisher.h"
+#include "processors/processor_manager.h"
 #include "storage/document_store.h"
 
 namespace boost::asio {
@@ -49,6 +52,9 @@ class ApiRouter : public HttpHandler {
     // must outlive the router's use of it (stop HTTP first).
     const Publisher* publisher = nullptr;
     bool embedded_broker = false;
+    // The processors, or nullptr when there are none. Not owned; stopped
+    // after the HTTP server.
+    ProcessorManager* processors = nullptr;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
@@ -81,12 +87,22 @@ class ApiRouter : public HttpHandler {
   void GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                const HttpRequest& request, Responder responder);
   void QueryItems(const ContainerSpec& spec, const HttpRequest& request, Responder responder);
+  // processor_handlers.cc
   // Read-your-writes on derived views: calls `continuation` with OK once
-  // every processor writing into `container` has applied `min_lsn`, or with
-  // lsn_wait_timeout after `wait`. No processor exists yet, so it continues
-  // at once (on the caller's thread). Processors will hook in here.
+  // every processor writing into `container` has applied `min_lsn` (at
+  // once, on the caller's thread, when none writes there), or with
+  // lsn_wait_timeout after `wait` (on an I/O thread).
   void WaitForDerivedViews(std::string_view container, Lsn min_lsn, std::chrono::milliseconds wait,
                            std::function<void(Status)> continuation);
+
+  void ListProcessors(Responder responder);
+  void ShowProcessor(ProcessorInstance& instance, Responder responder);
+  void ShowParked(ProcessorInstance& instance, Responder responder);
+  void ReplayParked(ProcessorInstance& instance, Responder responder);
+  // Rebuild and verify take long: they run on an admin thread.
+  void Rebuild(ProcessorInstance& instance, Responder responder);
+  void Verify(ProcessorInstance& instance, Responder responder);
+  void RunAdminTask(std::function<void()> task);
 
   // feed_handlers.cc
   void ChangeFeed(std::string_view query, Responder responder);
@@ -103,6 +119,9 @@ class ApiRouter : public HttpHandler {
   boost::asio::io_context& io_;
   const std::string containers_json_;  // the answer of GET /v1/containers
   std::atomic<bool> stopping_{false};
+
+  std::mutex admin_mu_;
+  std::vector<std::thread> admin_threads_;  // GUARDED_BY(admin_mu_)
 
   std::mutex polls_mu_;
   std::unordered_map<ChangeFeedPoll*, std::weak_ptr<ChangeFeedPoll>>

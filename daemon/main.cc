@@ -6,6 +6,7 @@
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include "daemon/ready_file.h"
 #include "feed/embedded_broker.h"
 #include "feed/publisher.h"
+#include "processors/processor_manager.h"
 #include "storage/document_store.h"
 #include "util/logging.h"
 
@@ -39,6 +41,25 @@ HttpServerOptions HttpOptions(const DaemonConfig& config) {
   options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
   options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
   return options;
+}
+
+bool UsesDefaultContainers(const DaemonConfig& config) {
+  auto by_name = [](std::vector<ContainerSpec> specs) {
+    std::sort(specs.begin(), specs.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    return specs;
+  };
+  auto configured = by_name(config.store.containers);
+  auto defaults = by_name(DefaultContainers());
+  if (configured.size() != defaults.size()) return false;
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    if (configured[i].name != defaults[i].name ||
+        configured[i].partition_key_path != defaults[i].partition_key_path ||
+        configured[i].index_paths != defaults[i].index_paths) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int Run(const DaemonConfig& config) {
@@ -96,19 +117,49 @@ int Run(const DaemonConfig& config) {
                              << (embedded ? " (embedded, in-memory)" : "");
   }
 
+  // Processors: the declared ones, or the scenario's views on the default
+  // containers.
+  std::unique_ptr<ProcessorManager> processors;
+  if (config.processors_enabled) {
+    std::map<std::string, std::string> settings = config.processor_settings;
+    if (settings.empty() && UsesDefaultContainers(config)) {
+      settings = ProcessorManager::DefaultSettings();
+    }
+    std::optional<KafkaConsumerConfig> consumer;
+    if (bootstrap) {
+      consumer =
+          KafkaConsumerConfig{*bootstrap, config.kafka.topic_prefix, config.kafka.properties};
+    }
+    auto created = ProcessorManager::Create(store.get(), settings, consumer);
+    if (!created.ok()) {
+      FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
+      return kExitBadConfig;
+    }
+    processors = std::move(*created);
+    if (Status s = processors->Start(); !s.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot start processors: " << s.ToString();
+      processors->Stop();
+      return kExitStartupFailure;
+    }
+  }
+
   HttpServer http(HttpOptions(config));
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
+  router_options.processors = processors.get();
   ApiRouter router(store.get(), router_options, http.io_context());
 
   // Reverse order of start-up. The store goes before the router and the
-  // server: its callbacks reference both. The publisher delivers what is in
-  // flight and records its checkpoint before the store closes.
+  // server: its callbacks reference both. Processors record their applied
+  // watermark, the publisher delivers what is in flight and records its
+  // checkpoint, then the store closes.
   auto shut_down = [&] {
     http.Stop();
+    if (processors) processors->Stop();
     if (publisher) publisher->Stop();
     store->Close();
+    processors.reset();
     store.reset();
     publisher.reset();
     broker.reset();

@@ -226,6 +226,9 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
+    {"processors.enabled", "true",
+     "run the processors ([processor.<name>] sections, or the scenario's three views)",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},
     {"ready_file", "", "once serving, write the bound addresses to this file (JSON)",
      [](std::string_view v, DaemonConfig& c) {
        c.ready_file = std::string(v);

@@ -54,6 +54,10 @@ struct DaemonConfig {
 
   // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind").
   std::map<std::string, std::string> processor_settings;
+  // processors.enabled: run processors (the declared ones, or the
+  // scenario's three when none is declared and the containers are the
+  // default ones).
+  bool processors_enabled = true;
 
   std::string ready_file;  // "" when none
   std::string instance_name;

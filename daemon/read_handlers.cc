@@ -64,12 +64,6 @@ std::string QueryResponseJson(const QueryResult& result) {
 
 }  // namespace
 
-void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
-                                    std::chrono::milliseconds wait,
-                                    std::function<void(Status)> continuation) {
-  continuation(Status::Ok());
-}
-
 void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                         const HttpRequest& request, Responder responder) {
   Result<ReadAfter> after = ParseReadAfter(request);

@@ -1,0 +1,45 @@
+#include "processors/change.h"
+
+#include <boost/json.hpp>
+
+namespace feedd {
+
+Result<Change> ParseChange(std::string_view envelope_json) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(envelope_json, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  auto bad = [](const char* what) {
+    return Status(ErrorCode::kInvalidRequest, std::string("bad change envelope: ") + what);
+  };
+  if (o == nullptr) return bad("not a JSON object");
+  Change c;
+  const auto* lsn = o->if_contains("lsn");
+  const auto* op = o->if_contains("op");
+  const auto* container = o->if_contains("container");
+  const auto* pk = o->if_contains("partitionKey");
+  const auto* id = o->if_contains("id");
+  if (lsn == nullptr || !lsn->is_number()) return bad("lsn");
+  if (op == nullptr || !op->is_string()) return bad("op");
+  if (container == nullptr || !container->is_string()) return bad("container");
+  if (pk == nullptr || !pk->is_string() || id == nullptr || !id->is_string()) return bad("key");
+  c.lsn = lsn->to_number<uint64_t>();
+  std::string_view op_name = op->get_string();
+  if (op_name == "create")
+    c.op = ChangeOp::kCreate;
+  else if (op_name == "replace")
+    c.op = ChangeOp::kReplace;
+  else if (op_name == "delete")
+    c.op = ChangeOp::kDelete;
+  else
+    return bad("op");
+  c.container = std::string(container->get_string());
+  c.partition_key = std::string(pk->get_string());
+  c.id = std::string(id->get_string());
+  if (const auto* ts = o->if_contains("ts"); ts && ts->is_number())
+    c.ts_ms = ts->to_number<uint64_t>();
+  if (const auto* b = o->if_contains("before"); b && b->is_object()) c.before = b->get_object();
+  if (const auto* a = o->if_contains("after"); a && a->is_object()) c.after = a->get_object();
+  return c;
+}
+
+}  // namespace feedd

@@ -1,0 +1,32 @@
+// Change: one change-feed record as a processor sees it, parsed from the
+// contract's envelope (or, for shrunk Kafka envelopes, from its headers).
+//
+// Thread-safety: plain value.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/change_record.h"
+#include "util/status.h"
+
+namespace feedd {
+
+struct Change {
+  Lsn lsn = 0;
+  ChangeOp op = ChangeOp::kCreate;
+  std::string container;
+  std::string partition_key;
+  std::string id;
+  uint64_t ts_ms = 0;
+  std::optional<boost::json::object> before;  // absent when null or omitted
+  std::optional<boost::json::object> after;
+};
+
+// Parses a native envelope ({"lsn","op","container","partitionKey","id","ts",
+// "before","after"}).
+Result<Change> ParseChange(std::string_view envelope_json);
+
+}  // namespace feedd

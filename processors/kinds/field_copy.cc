@@ -1,0 +1,196 @@
+// Kind "field_copy": keeps a field of target items equal to a field of the
+// source item they reference - e.g. userUsername on every post, comment and
+// like equal to the username of the user with the same userId.
+//
+// Settings (processor.<name>.*):
+//   source_container   container of the referenced items (users)
+//   source_filter      which source items count, field=value (type=user)
+//   key_field          the source item's key (/userId)
+//   value_field        the source field to copy (/username)
+//   target_container   container of the referencing items (posts)
+//   target_key_field   the target's reference; must be a secondary index (/userId)
+//   target_field       the copy of the value in targets (/userUsername)
+//
+// A source change fans out through the target index; a target change looks
+// its source up (one partition when the source container is partitioned by
+// key_field). Only differing targets are written, so a no-op edit writes
+// nothing and the processor's own writes come back as no-ops.
+#include <boost/json.hpp>
+
+#include "processors/kinds/view_helpers.h"
+#include "processors/processor_kind.h"
+
+namespace feedd {
+namespace {
+
+class FieldCopy : public ProcessorKind {
+ public:
+  std::string source_container, target_container;
+  std::vector<FieldFilter> source_filter;
+  JsonPointer key_field, value_field, target_key_field, target_field;
+  bool source_partitioned_by_key = false;
+
+  std::vector<std::string> SourceContainers() const override {
+    if (source_container == target_container) return {source_container};
+    return {source_container, target_container};
+  }
+  std::vector<std::string> TargetContainers() const override { return {target_container}; }
+
+  std::string OrderingKey(const Change& change) const override {
+    // Renames and the creation of referencing items of one key serialize.
+    const auto& image = change.after ? change.after : change.before;
+    const JsonPointer& field =
+        change.container == source_container && IsSource(image) ? key_field : target_key_field;
+    if (image) {
+      if (auto key = views::StringAt(*image, field)) return *key;
+    }
+    return change.container + "/" + change.partition_key + "/" + change.id;
+  }
+
+  Status Apply(const Change& change, ViewContext& ctx) const override {
+    if (change.container == source_container) {
+      auto source = ctx.Read(change.container, change.partition_key, change.id);
+      if (!source.ok()) return source.status();
+      if (*source && IsSource(*source)) return FanOut(**source, ctx);
+      if (change.container != target_container) return Status::Ok();  // deleted: keep copies
+    }
+    if (change.container == target_container && change.op != ChangeOp::kDelete) {
+      auto target = ctx.Read(change.container, change.partition_key, change.id);
+      if (!target.ok()) return target.status();
+      if (*target) return FixTarget(**target, ctx);
+    }
+    return Status::Ok();
+  }
+
+  Status Rebuild(ViewContext& ctx) const override {
+    QuerySpec spec;
+    spec.filters = source_filter;
+    auto sources = QueryAll(ctx, source_container, spec);
+    if (!sources.ok()) return sources.status();
+    for (const auto& source : *sources) {
+      if (Status s = FanOut(source, ctx); !s.ok()) return s;
+      if (Status s = ctx.Flush(); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const override {
+    auto targets = QueryAll(ctx, target_container, QuerySpec());
+    if (!targets.ok()) return targets.status();
+    for (const auto& target : *targets) {
+      auto key = views::StringAt(target, target_key_field);
+      if (!key) continue;
+      auto expected = LookupValue(*key, ctx);
+      if (!expected.ok()) return expected.status();
+      if (!*expected) continue;  // no such source: nothing to copy
+      const boost::json::value* actual = views::ValueAt(target, target_field);
+      if (actual == nullptr || *actual != **expected) {
+        differences->push_back(
+            target_container + " item " + std::string(target.at("id").as_string()) + ": " +
+            target_field.text() + " is " + (actual ? boost::json::serialize(*actual) : "missing") +
+            ", expected " + boost::json::serialize(**expected));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool IsSource(const std::optional<boost::json::object>& item) const {
+    return item && views::Matches(*item, source_filter);
+  }
+
+  boost::json::value ValueOf(const boost::json::object& source) const {
+    const boost::json::value* v = views::ValueAt(source, value_field);
+    return v ? *v : boost::json::value(nullptr);
+  }
+
+  // Every target that references `source` gets its value.
+  Status FanOut(const boost::json::object& source, ViewContext& ctx) const {
+    auto key = views::StringAt(source, key_field);
+    if (!key) return Status::Ok();
+    boost::json::value value = ValueOf(source);
+    QuerySpec spec;
+    spec.filters.push_back({target_key_field, boost::json::value(*key)});
+    auto targets = QueryAll(ctx, target_container, spec);
+    if (!targets.ok()) return targets.status();
+    for (const auto& target : *targets) {
+      if (Status s = SetIfDifferent(target, value, ctx); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status FixTarget(const boost::json::object& target, ViewContext& ctx) const {
+    auto key = views::StringAt(target, target_key_field);
+    if (!key) return Status::Ok();
+    auto value = LookupValue(*key, ctx);
+    if (!value.ok()) return value.status();
+    if (!*value) return Status::Ok();  // the source does not exist (yet)
+    return SetIfDifferent(target, **value, ctx);
+  }
+
+  // The value of the source item with `key`, nullopt when there is none.
+  Result<std::optional<boost::json::value>> LookupValue(const std::string& key,
+                                                        ViewContext& ctx) const {
+    QuerySpec spec;
+    if (source_partitioned_by_key) spec.partition_key = key;
+    spec.filters = source_filter;
+    spec.filters.push_back({key_field, boost::json::value(key)});
+    spec.limit = 1;
+    auto page = ctx.Query(source_container, spec);
+    if (!page.ok()) return page.status();
+    if (page->items.empty()) return std::optional<boost::json::value>();
+    return std::optional<boost::json::value>(ValueOf(page->items.front()));
+  }
+
+  Status SetIfDifferent(const boost::json::object& target, const boost::json::value& value,
+                        ViewContext& ctx) const {
+    const boost::json::value* current = views::ValueAt(target, target_field);
+    if (current != nullptr && *current == value) return Status::Ok();
+    const ContainerSpec* spec = ctx.Container(target_container);
+    auto pk = views::StringAt(target, *JsonPointer::Parse(spec->partition_key_path));
+    auto id = target.if_contains("id");
+    if (!pk || id == nullptr || !id->is_string()) return Status::Ok();
+    return ctx.SetField(target_container, *pk, std::string(id->as_string()), target_field, value);
+  }
+};
+
+Result<std::unique_ptr<ProcessorKind>> MakeFieldCopy(const ProcessorSettings& s,
+                                                     const std::vector<ContainerSpec>& containers) {
+  auto kind = std::make_unique<FieldCopy>();
+  auto source = views::ContainerSetting(s, "source_container", containers);
+  auto target = views::ContainerSetting(s, "target_container", containers);
+  auto filter = views::ParseFilter(s, "source_filter");
+  auto key = views::PointerSetting(s, "key_field");
+  auto value = views::PointerSetting(s, "value_field");
+  auto target_key = views::PointerSetting(s, "target_key_field");
+  auto target_field = views::PointerSetting(s, "target_field");
+  for (const Status* st : {&source.status(), &target.status(), &filter.status(), &key.status(),
+                           &value.status(), &target_key.status(), &target_field.status()}) {
+    if (!st->ok()) return *st;
+  }
+  kind->source_container = *source;
+  kind->target_container = *target;
+  kind->source_filter = *filter;
+  kind->key_field = *key;
+  kind->value_field = *value;
+  kind->target_key_field = *target_key;
+  kind->target_field = *target_field;
+  for (const auto& c : containers) {
+    if (c.name == *source) kind->source_partitioned_by_key = c.partition_key_path == key->text();
+    if (c.name == *target) {
+      bool indexed = false;
+      for (const auto& path : c.index_paths) indexed |= path == target_key->text();
+      if (!indexed) {
+        return s.Error("target_key_field", target_key->text() + " must be a secondary index of " +
+                                               *target + " (a rename fans out through it)");
+      }
+    }
+  }
+  return std::unique_ptr<ProcessorKind>(std::move(kind));
+}
+
+}  // namespace
+
+FEEDD_REGISTER_PROCESSOR_KIND("field_copy", MakeFieldCopy);
+
+}  // namespace feedd

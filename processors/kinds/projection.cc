@@ -1,0 +1,191 @@
+// Kind "projection": a short-form copy of every matching source item in a
+// target container, in the partition its own fields name - e.g. every post
+// copied into its author's partition of `users`, content truncated.
+//
+// Settings (processor.<name>.*):
+//   source_container   (posts)
+//   source_filter      which items are copied, field=value (type=post)
+//   target_container   (users); the copy's partition key is read from the
+//                      copy at the target's partition key path (/userId)
+//   truncate_field     optional string field to cut (/content)
+//   truncate_chars     its length in Unicode code points (200)
+//
+// Copies have the source's id and carry _sourceLsn, the _lsn of the source
+// version they show. A copy is rewritten only when the source is newer, and
+// removed when the source is deleted or stops matching.
+#include <boost/json.hpp>
+#include <map>
+
+#include "processors/kinds/view_helpers.h"
+#include "processors/processor_kind.h"
+
+namespace feedd {
+namespace {
+
+class Projection : public ProcessorKind {
+ public:
+  std::string source_container, target_container;
+  std::vector<FieldFilter> filter;
+  views::Truncation truncation;
+  JsonPointer target_pk;
+
+  std::vector<std::string> SourceContainers() const override { return {source_container}; }
+  std::vector<std::string> TargetContainers() const override { return {target_container}; }
+  std::string OrderingKey(const Change& c) const override { return c.partition_key + "/" + c.id; }
+
+  Status Apply(const Change& change, ViewContext& ctx) const override {
+    auto source = ctx.Read(change.container, change.partition_key, change.id);
+    if (!source.ok()) return source.status();
+    std::optional<std::string> copy_pk;
+    if (*source && views::Matches(**source, filter)) {
+      copy_pk = views::StringAt(**source, target_pk);
+    }
+    // Where earlier versions' copies may live: remove those that moved away.
+    for (const auto& image : {change.before, change.after}) {
+      if (!image) continue;
+      auto old_pk = views::StringAt(*image, target_pk);
+      if (old_pk && old_pk != copy_pk) {
+        if (Status s = ctx.Delete(target_container, *old_pk, change.id); !s.ok()) return s;
+      }
+    }
+    if (!copy_pk) {
+      if (!change.before && !change.after) return RemoveEverywhere(change.id, ctx);
+      return Status::Ok();
+    }
+    return Upsert(**source, *copy_pk, ctx);
+  }
+
+  Status Rebuild(ViewContext& ctx) const override {
+    auto copies = Copies(ctx);
+    if (!copies.ok()) return copies.status();
+    for (const auto& copy : *copies) {
+      if (Status s = DeleteItem(copy, ctx); !s.ok()) return s;
+    }
+    if (Status s = ctx.Flush(); !s.ok()) return s;
+    QuerySpec spec;
+    spec.filters = filter;
+    auto sources = QueryAll(ctx, source_container, spec);
+    if (!sources.ok()) return sources.status();
+    size_t n = 0;
+    for (const auto& source : *sources) {
+      auto pk = views::StringAt(source, target_pk);
+      if (!pk) continue;
+      if (Status s = ctx.Upsert(target_container, views::ShortForm(source, truncation)); !s.ok()) {
+        return s;
+      }
+      if (++n % 200 == 0) {
+        if (Status s = ctx.Flush(); !s.ok()) return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const override {
+    QuerySpec spec;
+    spec.filters = filter;
+    auto sources = QueryAll(ctx, source_container, spec);
+    if (!sources.ok()) return sources.status();
+    auto copies = Copies(ctx);
+    if (!copies.ok()) return copies.status();
+    std::map<std::string, const boost::json::object*> actual;
+    for (const auto& copy : *copies) actual[Key(copy)] = &copy;
+    for (const auto& source : *sources) {
+      auto pk = views::StringAt(source, target_pk);
+      if (!pk) continue;
+      boost::json::object expected = views::ShortForm(source, truncation);
+      std::string key = *pk + "/" + std::string(source.at("id").as_string());
+      auto it = actual.find(key);
+      if (it == actual.end()) {
+        differences->push_back(target_container + " lacks the copy " + key);
+      } else {
+        if (!views::SameView(*it->second, expected)) {
+          differences->push_back(target_container + " copy " + key + " is " +
+                                 boost::json::serialize(*it->second) + ", expected " +
+                                 boost::json::serialize(expected));
+        }
+        actual.erase(it);
+      }
+    }
+    for (const auto& [key, copy] : actual) {
+      differences->push_back(target_container + " holds the stray copy " + key);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string Key(const boost::json::object& item) const {
+    return views::StringAt(item, target_pk).value_or("") + "/" +
+           std::string(item.at("id").as_string());
+  }
+
+  Status Upsert(const boost::json::object& source, const std::string& copy_pk,
+                ViewContext& ctx) const {
+    std::string id(source.at("id").as_string());
+    auto existing = ctx.Read(target_container, copy_pk, id);
+    if (!existing.ok()) return existing.status();
+    boost::json::object copy = views::ShortForm(source, truncation);
+    if (*existing && views::SourceLsnOf(**existing) >= views::ItemLsn(source)) {
+      return Status::Ok();  // already shows this version or a newer one
+    }
+    return ctx.Upsert(target_container, std::move(copy));
+  }
+
+  // The copies in the target: items with _sourceLsn that match the filter.
+  Result<std::vector<boost::json::object>> Copies(ViewContext& ctx) const {
+    QuerySpec spec;
+    spec.filters = filter;
+    auto items = QueryAll(ctx, target_container, spec);
+    if (!items.ok()) return items.status();
+    std::vector<boost::json::object> copies;
+    for (auto& item : *items) {
+      if (item.contains(views::kSourceLsnField)) copies.push_back(std::move(item));
+    }
+    return copies;
+  }
+
+  // Without any image (before-images off), find the copy by id.
+  Status RemoveEverywhere(const std::string& id, ViewContext& ctx) const {
+    QuerySpec spec;
+    spec.filters.push_back({*JsonPointer::Parse("/id"), boost::json::value(id)});
+    auto items = QueryAll(ctx, target_container, spec);
+    if (!items.ok()) return items.status();
+    for (const auto& item : *items) {
+      if (!item.contains(views::kSourceLsnField)) continue;
+      if (Status s = DeleteItem(item, ctx); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status DeleteItem(const boost::json::object& item, ViewContext& ctx) const {
+    auto pk = views::StringAt(item, target_pk);
+    if (!pk) return Status::Ok();
+    return ctx.Delete(target_container, *pk, std::string(item.at("id").as_string()));
+  }
+};
+
+Result<std::unique_ptr<ProcessorKind>> MakeProjection(
+    const ProcessorSettings& s, const std::vector<ContainerSpec>& containers) {
+  auto kind = std::make_unique<Projection>();
+  auto source = views::ContainerSetting(s, "source_container", containers);
+  auto target = views::ContainerSetting(s, "target_container", containers);
+  auto filter = views::ParseFilter(s, "source_filter");
+  auto truncation = views::TruncationSetting(s);
+  for (const Status* st :
+       {&source.status(), &target.status(), &filter.status(), &truncation.status()}) {
+    if (!st->ok()) return *st;
+  }
+  kind->source_container = *source;
+  kind->target_container = *target;
+  kind->filter = *filter;
+  kind->truncation = *truncation;
+  for (const auto& c : containers) {
+    if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
+  }
+  return std::unique_ptr<ProcessorKind>(std::move(kind));
+}
+
+}  // namespace
+
+FEEDD_REGISTER_PROCESSOR_KIND("projection", MakeProjection);
+
+}  // namespace feedd

@@ -1,0 +1,243 @@
+// Kind "top_n": a capped view holding exactly the `cap` highest-ranked
+// matching source items, in short form - e.g. the 100 most recent posts in
+// one partition of `feed`.
+//
+// Settings (processor.<name>.*):
+//   source_container   (posts)
+//   source_filter      which items compete, field=value (type=post)
+//   target_container   (feed); every copy must land in ONE partition of it
+//                      (its partition key path names a field that the
+//                      filter fixes, e.g. /type with type=post)
+//   order_by           the rank, highest first (/creationDate); ties by id,
+//                      highest first
+//   cap                how many items stay (100)
+//   truncate_field / truncate_chars   as for "projection"
+//
+// Level-triggered: on a change, the item's current version is compared with
+// the current view; it enters only if it outranks the lowest member (an
+// update to an older item does not push it in), the view is trimmed back to
+// `cap`, and a removed member is replaced by the best non-member (a scan of
+// the source). All changes share one ordering key: the view is one partition.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <set>
+
+#include "processors/kinds/view_helpers.h"
+#include "processors/processor_kind.h"
+#include "storage/json_order.h"
+
+namespace feedd {
+namespace {
+
+class TopN : public ProcessorKind {
+ public:
+  std::string source_container, target_container;
+  std::vector<FieldFilter> filter;
+  views::Truncation truncation;
+  JsonPointer order_by, target_pk;
+  size_t cap = 100;
+
+  std::vector<std::string> SourceContainers() const override { return {source_container}; }
+  std::vector<std::string> TargetContainers() const override { return {target_container}; }
+  std::string OrderingKey(const Change&) const override { return target_container; }
+
+  Status Apply(const Change& change, ViewContext& ctx) const override {
+    auto source = ctx.Read(change.container, change.partition_key, change.id);
+    if (!source.ok()) return source.status();
+    bool competes = *source && views::Matches(**source, filter);
+    std::optional<std::string> view_pk;
+    if (competes) view_pk = views::StringAt(**source, target_pk);
+    if (!view_pk) view_pk = ViewPartitionFromImages(change);
+    if (!view_pk) return Status::Ok();  // never was a member
+
+    auto members = Members(*view_pk, ctx);
+    if (!members.ok()) return members.status();
+    const boost::json::object* member = nullptr;
+    for (const auto& m : *members) {
+      if (m.at("id").as_string() == change.id) member = &m;
+    }
+
+    if (!competes) {
+      if (member == nullptr) return Status::Ok();
+      if (Status s = ctx.Delete(target_container, *view_pk, change.id); !s.ok()) return s;
+      return Refill(*view_pk, *members, change.id, ctx);
+    }
+
+    boost::json::object copy = views::ShortForm(**source, truncation);
+    bool full = members->size() >= cap;
+    if (member == nullptr && full && !Outranks(copy, members->back())) {
+      return Status::Ok();  // an older item does not get in
+    }
+    if (member == nullptr || views::SourceLsnOf(*member) < views::ItemLsn(**source)) {
+      if (Status s = ctx.Upsert(target_container, copy); !s.ok()) return s;
+    }
+    // Trim back to the cap: the new view is the members plus the copy.
+    std::vector<const boost::json::object*> ranked;
+    for (const auto& m : *members) {
+      if (m.at("id").as_string() != change.id) ranked.push_back(&m);
+    }
+    ranked.push_back(&copy);
+    std::sort(ranked.begin(), ranked.end(),
+              [this](const auto* a, const auto* b) { return Outranks(*a, *b); });
+    for (size_t i = cap; i < ranked.size(); ++i) {
+      std::string id(ranked[i]->at("id").as_string());
+      if (Status s = ctx.Delete(target_container, *view_pk, id); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Rebuild(ViewContext& ctx) const override {
+    auto expected = Expected(ctx);
+    if (!expected.ok()) return expected.status();
+    auto all = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
+    if (!all.ok()) return all.status();
+    for (const auto& item : *all) {
+      auto pk = views::StringAt(item, target_pk);
+      if (pk) {
+        Status s = ctx.Delete(target_container, *pk, std::string(item.at("id").as_string()));
+        if (!s.ok()) return s;
+      }
+    }
+    if (Status s = ctx.Flush(); !s.ok()) return s;
+    for (auto& copy : *expected) {
+      if (Status s = ctx.Upsert(target_container, std::move(copy)); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const override {
+    auto expected = Expected(ctx);
+    if (!expected.ok()) return expected.status();
+    auto actual = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
+    if (!actual.ok()) return actual.status();
+    std::sort(actual->begin(), actual->end(),
+              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    if (actual->size() != expected->size()) {
+      differences->push_back(target_container + " holds " + std::to_string(actual->size()) +
+                             " items, expected " + std::to_string(expected->size()));
+    }
+    for (size_t i = 0; i < std::min(actual->size(), expected->size()); ++i) {
+      const auto& a = (*actual)[i];
+      const auto& e = (*expected)[i];
+      if (a.at("id") != e.at("id")) {
+        differences->push_back(target_container + " rank " + std::to_string(i + 1) + " is " +
+                               std::string(a.at("id").as_string()) + ", expected " +
+                               std::string(e.at("id").as_string()));
+      } else if (!views::SameView(a, e)) {
+        differences->push_back(target_container + " item " + std::string(a.at("id").as_string()) +
+                               " is " + boost::json::serialize(a) + ", expected " +
+                               boost::json::serialize(e));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // a ranks before b: higher order_by value, then higher id.
+  bool Outranks(const boost::json::object& a, const boost::json::object& b) const {
+    int c = CompareJson(views::ValueAt(a, order_by), views::ValueAt(b, order_by));
+    if (c != 0) return c > 0;
+    return a.at("id").as_string() > b.at("id").as_string();
+  }
+
+  std::optional<std::string> ViewPartitionFromImages(const Change& change) const {
+    for (const auto& image : {change.before, change.after}) {
+      if (image && views::Matches(*image, filter)) {
+        if (auto pk = views::StringAt(*image, target_pk)) return pk;
+      }
+    }
+    return std::nullopt;
+  }
+
+  QuerySpec CopiesQuery(std::optional<std::string> pk) const {
+    QuerySpec spec;
+    spec.partition_key = std::move(pk);
+    spec.filters = filter;
+    spec.order_by = order_by;
+    spec.descending = true;
+    return spec;
+  }
+
+  // The view's members, best first.
+  Result<std::vector<boost::json::object>> Members(const std::string& pk, ViewContext& ctx) const {
+    auto items = QueryAll(ctx, target_container, CopiesQuery(pk));
+    if (!items.ok()) return items.status();
+    std::sort(items->begin(), items->end(),
+              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    return items;
+  }
+
+  // The best `cap` source items, in short form, best first.
+  Result<std::vector<boost::json::object>> Expected(ViewContext& ctx) const {
+    QuerySpec spec;
+    spec.filters = filter;
+    spec.order_by = order_by;
+    spec.descending = true;
+    auto sources = QueryAll(ctx, source_container, spec);
+    if (!sources.ok()) return sources.status();
+    std::sort(sources->begin(), sources->end(),
+              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    std::vector<boost::json::object> copies;
+    for (const auto& s : *sources) {
+      if (copies.size() == cap) break;
+      if (views::StringAt(s, target_pk)) copies.push_back(views::ShortForm(s, truncation));
+    }
+    return copies;
+  }
+
+  // After removing `removed_id`, the best source item not in the view joins.
+  Status Refill(const std::string& pk, const std::vector<boost::json::object>& members,
+                const std::string& removed_id, ViewContext& ctx) const {
+    auto expected = Expected(ctx);
+    if (!expected.ok()) return expected.status();
+    std::set<std::string> present;
+    for (const auto& m : members) {
+      if (m.at("id").as_string() != removed_id) present.insert(std::string(m.at("id").as_string()));
+    }
+    for (auto& candidate : *expected) {
+      std::string id(candidate.at("id").as_string());
+      if (present.count(id) != 0 || views::StringAt(candidate, target_pk) != pk) continue;
+      if (present.size() >= cap) break;
+      if (Status s = ctx.Upsert(target_container, std::move(candidate)); !s.ok()) return s;
+      present.insert(id);
+    }
+    return Status::Ok();
+  }
+};
+
+Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
+                                                const std::vector<ContainerSpec>& containers) {
+  auto kind = std::make_unique<TopN>();
+  auto source = views::ContainerSetting(s, "source_container", containers);
+  auto target = views::ContainerSetting(s, "target_container", containers);
+  auto filter = views::ParseFilter(s, "source_filter");
+  auto truncation = views::TruncationSetting(s);
+  auto order_by = views::PointerSetting(s, "order_by");
+  for (const Status* st : {&source.status(), &target.status(), &filter.status(),
+                           &truncation.status(), &order_by.status()}) {
+    if (!st->ok()) return *st;
+  }
+  std::string cap = s.Optional("cap", "100");
+  try {
+    size_t used = 0;
+    kind->cap = std::stoul(cap, &used);
+    if (used != cap.size() || kind->cap < 1 || kind->cap > 1000) throw std::out_of_range("cap");
+  } catch (const std::exception&) {
+    return s.Error("cap", "must be an integer 1..1000, got '" + cap + "'");
+  }
+  kind->source_container = *source;
+  kind->target_container = *target;
+  kind->filter = *filter;
+  kind->truncation = *truncation;
+  kind->order_by = *order_by;
+  for (const auto& c : containers) {
+    if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
+  }
+  return std::unique_ptr<ProcessorKind>(std::move(kind));
+}
+
+}  // namespace
+
+FEEDD_REGISTER_PROCESSOR_KIND("top_n", MakeTopN);
+
+}  // namespace feedd

@@ -1,0 +1,139 @@
+#include "processors/kinds/view_helpers.h"
+
+#include <boost/json.hpp>
+
+namespace feedd::views {
+
+Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
+                                             const std::string& key) {
+  std::vector<FieldFilter> filters;
+  std::string text = settings.Optional(key, "");
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return settings.Error(key, "must be field=value[,field=value], got '" + text + "'");
+    }
+    std::string field = part.substr(0, eq);
+    if (field[0] != '/') field = "/" + field;
+    auto pointer = JsonPointer::Parse(field);
+    if (!pointer.ok()) return settings.Error(key, pointer.status().message());
+    filters.push_back({*pointer, boost::json::value(part.substr(eq + 1))});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return filters;
+}
+
+bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& filters) {
+  for (const auto& f : filters) {
+    const boost::json::value* v = ValueAt(item, f.path);
+    if (v == nullptr || *v != f.value) return false;
+  }
+  return true;
+}
+
+Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,
+                                   const std::string& fallback) {
+  std::string text = settings.Optional(key, fallback);
+  if (text.empty()) return settings.Error(key, "is required");
+  auto pointer = JsonPointer::Parse(text);
+  if (!pointer.ok() || pointer->is_root()) {
+    return settings.Error(key, "must be a JSON Pointer to a field, got '" + text + "'");
+  }
+  return pointer;
+}
+
+Result<std::string> ContainerSetting(const ProcessorSettings& settings, const std::string& key,
+                                     const std::vector<ContainerSpec>& containers) {
+  auto name = settings.Required(key);
+  if (!name.ok()) return name.status();
+  for (const auto& c : containers) {
+    if (c.name == *name) return name;
+  }
+  return settings.Error(key, "names no declared container: '" + *name + "'");
+}
+
+const boost::json::value* ValueAt(const boost::json::object& item, const JsonPointer& pointer) {
+  return pointer.Find(item);
+}
+
+std::optional<std::string> StringAt(const boost::json::object& item, const JsonPointer& pointer) {
+  const boost::json::value* v = ValueAt(item, pointer);
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return std::string(v->get_string());
+}
+
+uint64_t ItemLsn(const boost::json::object& item) {
+  const auto* v = item.if_contains("_lsn");
+  return v != nullptr && v->is_number() ? v->to_number<uint64_t>() : 0;
+}
+
+uint64_t SourceLsnOf(const boost::json::object& derived) {
+  const auto* v = derived.if_contains(kSourceLsnField);
+  return v != nullptr && v->is_number() ? v->to_number<uint64_t>() : 0;
+}
+
+std::string TruncateUtf8(std::string_view text, size_t max_chars) {
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xC0) != 0x80) {  // the first byte of a code point
+      if (chars == max_chars) return std::string(text.substr(0, i));
+      ++chars;
+    }
+  }
+  return std::string(text);
+}
+
+Result<Truncation> TruncationSetting(const ProcessorSettings& settings) {
+  Truncation t;
+  std::string field = settings.Optional("truncate_field", "");
+  if (!field.empty()) {
+    auto pointer = PointerSetting(settings, "truncate_field");
+    if (!pointer.ok()) return pointer.status();
+    t.field = *pointer;
+  }
+  std::string chars = settings.Optional("truncate_chars", "200");
+  try {
+    size_t used = 0;
+    unsigned long n = std::stoul(chars, &used);
+    if (used != chars.size() || n > 1000000) throw std::out_of_range("range");
+    t.max_chars = n;
+  } catch (const std::exception&) {
+    return settings.Error("truncate_chars", "must be an integer 0..1000000, got '" + chars + "'");
+  }
+  return t;
+}
+
+boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation) {
+  boost::json::object copy = source;
+  copy.erase("_etag");
+  copy.erase("_lsn");
+  copy.erase("_ts");
+  copy[kSourceLsnField] = ItemLsn(source);
+  if (truncation.field) {
+    boost::json::value root(std::move(copy));
+    if (boost::json::value* v = truncation.field->Find(root); v != nullptr && v->is_string()) {
+      *v = TruncateUtf8(v->get_string(), truncation.max_chars);
+    }
+    copy = std::move(root.as_object());
+  }
+  return copy;
+}
+
+bool SameView(const boost::json::object& derived, const boost::json::object& short_form) {
+  boost::json::object a = derived;
+  a.erase("_etag");
+  a.erase("_lsn");
+  a.erase("_ts");
+  a.erase(kSourceLsnField);
+  boost::json::object b = short_form;
+  b.erase(kSourceLsnField);
+  return a == b;
+}
+
+}  // namespace feedd::views

@@ -1,0 +1,57 @@
+// Small building blocks shared by the processor kinds: filters from
+// settings, short forms (truncated copies), LSN bookkeeping of derived items.
+//
+// Thread-safety: free functions and immutable values.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "processors/processor_kind.h"
+#include "storage/query.h"
+
+namespace feedd::views {
+
+// Derived items carry the _lsn of the source version they reflect here, so
+// a replayed change never writes an older state over a newer one.
+inline constexpr const char* kSourceLsnField = "_sourceLsn";
+
+// "field=value[,field=value]" (string values) -> equality filters.
+Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
+                                             const std::string& key);
+bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& filters);
+
+// A JSON Pointer setting, e.g. key_field = /userId.
+Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,
+                                   const std::string& fallback = "");
+// A container setting that must name a declared container.
+Result<std::string> ContainerSetting(const ProcessorSettings& settings, const std::string& key,
+                                     const std::vector<ContainerSpec>& containers);
+
+// The string at `pointer`, or nullopt when absent or not a string.
+std::optional<std::string> StringAt(const boost::json::object& item, const JsonPointer& pointer);
+const boost::json::value* ValueAt(const boost::json::object& item, const JsonPointer& pointer);
+
+uint64_t ItemLsn(const boost::json::object& item);         // its _lsn (0 when absent)
+uint64_t SourceLsnOf(const boost::json::object& derived);  // its _sourceLsn (0 when absent)
+
+// The first `max_chars` Unicode code points of a UTF-8 string.
+std::string TruncateUtf8(std::string_view text, size_t max_chars);
+
+// How a short form is made: which string field is cut to how many code points.
+struct Truncation {
+  std::optional<JsonPointer> field;
+  size_t max_chars = 200;
+};
+Result<Truncation> TruncationSetting(const ProcessorSettings& settings);
+
+// A copy of `source` for a view: system properties dropped, the truncated
+// field cut, _sourceLsn set to the source's _lsn.
+boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation);
+
+// True when `derived` already shows `short_form` (ignoring system fields).
+bool SameView(const boost::json::object& derived, const boost::json::object& short_form);
+
+}  // namespace feedd::views

@@ -1,0 +1,637 @@
+#include "processors/processor_instance.h"
+
+#include <librdkafka/rdkafka.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "processors/store_view_context.h"
+#include "util/clock.h"
+#include "util/logging.h"
+#include "util/lsn_watchers.h"
+
+namespace feedd {
+namespace {
+
+constexpr size_t kReadBatch = 1000;
+constexpr size_t kMaxPending = 20000;  // back-pressure on the source
+constexpr auto kCheckpointInterval = std::chrono::milliseconds(100);
+constexpr auto kAuditInterval = std::chrono::milliseconds(200);
+
+}  // namespace
+
+class ProcessorInstance::Impl {
+ public:
+  Impl(DocumentStore* store, ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+       std::optional<KafkaConsumerConfig> kafka)
+      : store_(store),
+        config_(std::move(config)),
+        kind_(std::move(kind)),
+        kafka_(std::move(kafka)),
+        consumer_name_(std::string(kConsumerPrefix) + config_.name) {
+    for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
+    if (config_.parallelism == 0) config_.parallelism = 1;
+  }
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    bool registered = false;
+    for (const auto& c : store_->Consumers()) {
+      if (c.name == consumer_name_) {
+        registered = true;
+        applied_.Advance(c.acked);
+        persisted_ = c.acked;
+      }
+    }
+    if (!registered) {
+      // A new view on existing data: derive it once, then follow the feed.
+      if (Status s = store_->RegisterConsumer(consumer_name_, store_->HeadLsn()); !s.ok()) return s;
+      persisted_ = store_->HeadLsn();
+      if (Status s = RebuildLocked(); !s.ok()) return s;
+    }
+    next_read_ = applied_.value() + 1;
+    StartThreads();
+    FEEDD_LOG(kInfo, "processor") << config_.name << " (" << config_.kind << ", " << SourceName()
+                                  << ") running from LSN " << next_read_;
+    return Status::Ok();
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> control(control_mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    StopThreads();
+    SetState("stopped");
+    applied_.Clear();
+  }
+
+  const std::string& name() const { return config_.name; }
+  const ProcessorKind& kind() const { return *kind_; }
+  Lsn applied() const { return applied_.value(); }
+  uint64_t OnApplied(Lsn lsn, std::function<void()> fn) {
+    return applied_.Watch(lsn, std::move(fn));
+  }
+  void CancelApplied(uint64_t token) { applied_.Cancel(token); }
+
+  ProcessorStatus GetStatus() const {
+    ProcessorStatus s;
+    s.name = config_.name;
+    s.kind = config_.kind;
+    s.source = SourceName();
+    s.applied_lsn = applied_.value();
+    Lsn head = store_->HeadLsn();
+    s.lag_changes = head > s.applied_lsn ? head - s.applied_lsn : 0;
+    {
+      std::lock_guard<std::mutex> lock(track_mutex_);
+      s.pending = 0;
+      uint64_t oldest_ts = 0;
+      for (const auto& [lsn, entry] : pending_) {
+        if (entry.done) continue;
+        ++s.pending;
+        if (oldest_ts == 0 || entry.ts_ms < oldest_ts) oldest_ts = entry.ts_ms;
+      }
+      uint64_t now = Clock::System()->NowMillis();
+      if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
+    }
+    {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      s.state = state_;
+      s.last_error = last_error_;
+    }
+    s.parked = parked_count_.load();
+    if (s.state == "running" && s.parked > 0) s.state = "degraded";
+    s.applied = applied_count_.load();
+    s.view_writes = view_writes_.load();
+    s.errors = errors_.load();
+    s.from_durable_feed = from_durable_feed_.load();
+    return s;
+  }
+
+  std::vector<ParkedChange> Parked() const {
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    std::vector<ParkedChange> out;
+    for (const auto& [key, list] : parked_) {
+      for (const auto& p : list) {
+        out.push_back(
+            {key, p.change.lsn, p.change.container, p.change.partition_key, p.change.id, p.error});
+      }
+    }
+    return out;
+  }
+
+  size_t ReplayParked() {
+    std::map<std::string, std::deque<ParkedEntry>> parked;
+    {
+      std::lock_guard<std::mutex> lock(park_mutex_);
+      parked.swap(parked_);
+      parked_count_ = 0;
+    }
+    size_t n = 0;
+    for (auto& [key, list] : parked) {
+      for (auto& p : list) {
+        Dispatch(std::move(p.change));
+        ++n;
+      }
+    }
+    if (n > 0)
+      FEEDD_LOG(kInfo, "processor") << config_.name << ": replaying " << n << " parked changes";
+    return n;
+  }
+
+  Status Rebuild() {
+    std::lock_guard<std::mutex> control(control_mutex_);
+    if (stopped_) return Status(ErrorCode::kUnavailable, "the processor is stopped");
+    StopThreads();
+    Status s = RebuildLocked();
+    next_read_ = applied_.value() + 1;
+    StartThreads();
+    return s;
+  }
+
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait) {
+    Lsn target = store_->HeadLsn();
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    while (applied_.value() < target) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Status(ErrorCode::kLsnWaitTimeout, config_.name + " has applied up to LSN " +
+                                                      std::to_string(applied_.value()) +
+                                                      ", not yet " + std::to_string(target));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    std::vector<std::string> differences;
+    if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
+    return differences;
+  }
+
+ private:
+  struct PendingEntry {
+    bool done = false;
+    uint64_t ts_ms = 0;
+  };
+  struct ParkedEntry {
+    Change change;
+    std::string error;
+  };
+  struct Worker {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<Change> queue;
+    std::thread thread;
+  };
+
+  std::string SourceName() const {
+    return config_.source == ProcessorSource::kKafka ? "kafka" : "local";
+  }
+
+  // ---- lifecycle ----
+  void StartThreads() {
+    stopping_ = false;
+    workers_.clear();
+    for (size_t i = 0; i < config_.parallelism; ++i) {
+      workers_.push_back(std::make_unique<Worker>());
+      Worker* w = workers_.back().get();
+      w->thread = std::thread([this, w] { WorkerLoop(w); });
+    }
+    source_thread_ = std::thread([this] {
+      if (config_.source == ProcessorSource::kKafka) {
+        KafkaLoop();
+      } else {
+        LocalLoop();
+      }
+    });
+    SetState("running");
+  }
+
+  void StopThreads() {
+    stopping_ = true;
+    if (source_thread_.joinable()) source_thread_.join();
+    for (auto& w : workers_) {
+      { std::lock_guard<std::mutex> lock(w->mutex); }
+      w->wake.notify_all();
+      if (w->thread.joinable()) w->thread.join();
+    }
+    workers_.clear();
+    Checkpoint(true);
+    std::lock_guard<std::mutex> lock(track_mutex_);
+    pending_.clear();
+  }
+
+  Status RebuildLocked() {
+    SetState("rebuilding");
+    const Lsn head = store_->HeadLsn();
+    FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilding from the current data (head LSN "
+                                  << head << ")";
+    {
+      std::lock_guard<std::mutex> lock(park_mutex_);
+      parked_.clear();
+      parked_count_ = 0;
+    }
+    // Flushes during the rebuild keep the old watermark; the last commit
+    // records the head: changes after it are applied again (idempotently).
+    Lsn keep = applied_.value();
+    StoreViewContext ctx(store_, consumer_name_, [&keep] { return keep; });
+    Status s = kind_->Rebuild(ctx);
+    if (s.ok()) {
+      keep = head;
+      s = ctx.Commit();
+    }
+    if (s.ok()) {
+      ViewWrite mark;
+      mark.consumer = consumer_name_;
+      mark.consumer_acked = head;
+      s = store_->WriteView(std::move(mark)).status;
+    }
+    if (!s.ok()) {
+      SetError("rebuild failed: " + s.ToString());
+      return s;
+    }
+    view_writes_ += ctx.writes_committed();
+    applied_.Advance(head);
+    persisted_ = std::max(persisted_, head);
+    FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << ctx.writes_committed()
+                                  << " view writes), continuing after LSN " << head;
+    return Status::Ok();
+  }
+
+  // ---- tracking: W = every change <= W is applied ----
+  void Track(Lsn lsn, uint64_t ts_ms) {
+    std::lock_guard<std::mutex> lock(track_mutex_);
+    pending_.emplace(lsn, PendingEntry{false, ts_ms});
+  }
+
+  bool Tracked(Lsn lsn) {
+    std::lock_guard<std::mutex> lock(track_mutex_);
+    return lsn <= applied_.value() || pending_.count(lsn) != 0;
+  }
+
+  size_t PendingCount() {
+    std::lock_guard<std::mutex> lock(track_mutex_);
+    return pending_.size();
+  }
+
+  void Done(Lsn lsn) {
+    Lsn advance_to = 0;
+    {
+      std::lock_guard<std::mutex> lock(track_mutex_);
+      auto it = pending_.find(lsn);
+      if (it != pending_.end()) it->second.done = true;
+      Lsn w = applied_.value();
+      while (!pending_.empty() && pending_.begin()->second.done &&
+             pending_.begin()->first == w + 1) {
+        w = pending_.begin()->first;
+        pending_.erase(pending_.begin());
+      }
+      advance_to = w;
+    }
+    applied_.Advance(advance_to);
+  }
+
+  void Checkpoint(bool force) {
+    auto now = std::chrono::steady_clock::now();
+    Lsn w = applied_.value();
+    if (w <= persisted_ || (!force && now - last_checkpoint_ < kCheckpointInterval)) return;
+    ViewWrite mark;
+    mark.consumer = consumer_name_;
+    mark.consumer_acked = w;
+    WriteResult r = store_->WriteView(std::move(mark));
+    if (!r.status.ok()) {
+      SetError("recording the applied watermark: " + r.status.ToString());
+      return;
+    }
+    persisted_ = w;
+    last_checkpoint_ = now;
+  }
+
+  // ---- dispatch and workers ----
+  void Dispatch(Change change) {
+    if (workers_.empty()) return;  // stopped: applied again from W on start
+    size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
+    Worker* w = workers_[index].get();
+    {
+      std::lock_guard<std::mutex> lock(w->mutex);
+      w->queue.push_back(std::move(change));
+    }
+    w->wake.notify_one();
+  }
+
+  void WorkerLoop(Worker* w) {
+    for (;;) {
+      Change change;
+      {
+        std::unique_lock<std::mutex> lock(w->mutex);
+        w->wake.wait_for(lock, std::chrono::milliseconds(100),
+                         [&] { return stopping_.load() || !w->queue.empty(); });
+        if (stopping_) return;
+        if (w->queue.empty()) continue;
+        change = std::move(w->queue.front());
+        w->queue.pop_front();
+      }
+      std::string key = kind_->OrderingKey(change);
+      if (ParkIfKeyParked(key, change)) continue;
+      std::string error;
+      if (ApplyWithRetries(change, &error)) {
+        ++applied_count_;
+        Done(change.lsn);
+      } else if (!stopping_) {
+        Park(key, std::move(change), error);
+      }
+    }
+  }
+
+  bool ApplyWithRetries(const Change& change, std::string* error) {
+    auto backoff = config_.retry_backoff;
+    for (int attempt = 1; attempt <= config_.max_attempts && !stopping_; ++attempt) {
+      StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+      Status s = kind_->Apply(change, ctx);
+      if (s.ok()) s = ctx.Commit();
+      if (s.ok()) {
+        view_writes_ += ctx.writes_committed();
+        return true;
+      }
+      ++errors_;
+      *error = s.ToString();
+      SetError("LSN " + std::to_string(change.lsn) + " (" + change.container + "/" + change.id +
+               "), attempt " + std::to_string(attempt) + ": " + *error);
+      if (attempt < config_.max_attempts) {
+        std::this_thread::sleep_for(backoff);
+        backoff *= 2;
+      }
+    }
+    return false;
+  }
+
+  bool ParkIfKeyParked(const std::string& key, Change& change) {
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    auto it = parked_.find(key);
+    if (it == parked_.end()) return false;
+    it->second.push_back({std::move(change), ""});
+    ++parked_count_;
+    return true;
+  }
+
+  void Park(const std::string& key, Change change, const std::string& error) {
+    FEEDD_LOG(kError, "processor") << config_.name << ": parked LSN " << change.lsn << " ("
+                                   << change.container << "/" << change.id << ") and later changes "
+                                   << "of key '" << key << "': " << error;
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    parked_[key].push_back({std::move(change), error});
+    ++parked_count_;
+  }
+
+  // ---- sources ----
+  void LocalLoop() {
+    while (!stopping_) {
+      Checkpoint(false);
+      if (PendingCount() >= kMaxPending) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      FeedPage page;
+      FeedReadSpec spec;
+      spec.from = next_read_;
+      spec.limit = kReadBatch;
+      Status s = store_->ReadFeed(spec, &page);
+      if (!s.ok()) {
+        SetError("reading the change feed: " + s.ToString());
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      for (auto& record : page.records) Offer(record, false);
+      next_read_ = page.next;
+      if (page.records.empty()) WaitForHead(next_read_);
+    }
+  }
+
+  // A record of the durable feed: tracked, and dispatched when relevant.
+  void Offer(const ChangeRecord& record, bool from_audit) {
+    Track(record.lsn, record.ts_ms);
+    if (sources_.count(record.container) == 0) {
+      Done(record.lsn);
+      return;
+    }
+    auto change = ParseChange(record.envelope_json);
+    if (!change.ok()) {
+      SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
+      Park(record.container,
+           Change{record.lsn,
+                  record.op,
+                  record.container,
+                  record.partition_key,
+                  record.id,
+                  record.ts_ms,
+                  {},
+                  {}},
+           change.status().ToString());
+      return;
+    }
+    if (from_audit) ++from_durable_feed_;
+    Dispatch(std::move(*change));
+  }
+
+  void WaitForHead(Lsn lsn) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool reached = false;
+    uint64_t token = store_->OnHeadReached(lsn, [&] {
+      std::lock_guard<std::mutex> lock(m);
+      reached = true;
+      cv.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return reached; });
+    }
+    store_->CancelHeadWatch(token);
+  }
+
+  void KafkaLoop() {
+    rd_kafka_t* consumer = CreateConsumer();
+    auto last_audit = std::chrono::steady_clock::now();
+    while (!stopping_) {
+      Checkpoint(false);
+      if (consumer != nullptr && PendingCount() < kMaxPending) {
+        rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 20);
+        if (m != nullptr) {
+          OnKafkaMessage(m);
+          rd_kafka_message_destroy(m);
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (std::chrono::steady_clock::now() - last_audit >= kAuditInterval) {
+        Audit();
+        last_audit = std::chrono::steady_clock::now();
+      }
+    }
+    if (consumer != nullptr) {
+      rd_kafka_consumer_close(consumer);
+      rd_kafka_destroy(consumer);
+    }
+  }
+
+  rd_kafka_t* CreateConsumer() {
+    if (!kafka_) return nullptr;
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    std::map<std::string, std::string> props = {
+        {"bootstrap.servers", kafka_->bootstrap},
+        {"group.id", "feedd-processor-" + config_.name},
+        {"client.id", "feedd-processor-" + config_.name},
+        {"auto.offset.reset", "earliest"},
+        {"enable.auto.commit", "true"},
+        {"fetch.wait.max.ms", "5"},
+        {"log_level", "3"},
+    };
+    for (const auto& [k, v] : kafka_->properties) props[k] = v;
+    for (const auto& [k, v] : props) {
+      rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err));  // producer-only: ignored
+    }
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (rk == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      SetError(std::string("kafka consumer: ") + err + "; applying from the durable feed");
+      return nullptr;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(4);
+    for (const auto& c : sources_) {
+      rd_kafka_topic_partition_list_add(topics, (kafka_->topic_prefix + c).c_str(),
+                                        RD_KAFKA_PARTITION_UA);
+    }
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      SetError(std::string("kafka subscribe: ") + rd_kafka_err2str(e));
+    }
+    return rk;
+  }
+
+  void OnKafkaMessage(const rd_kafka_message_t* m) {
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        SetError(std::string("kafka: ") + rd_kafka_message_errstr(m) +
+                 "; the durable feed covers the gap");
+      }
+      return;
+    }
+    if (m->payload == nullptr) return;  // a tombstone
+    rd_kafka_headers_t* headers = nullptr;
+    const void* value = nullptr;
+    size_t size = 0;
+    Lsn lsn = 0;
+    if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(headers, "feedd-lsn", &value, &size) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* text = static_cast<const char*>(value);
+      std::from_chars(text, text + size, lsn);
+    }
+    if (lsn == 0 || Tracked(lsn) || lsn > store_->HeadLsn()) return;
+    auto change = ParseChange(std::string_view(static_cast<const char*>(m->payload), m->len));
+    if (!change.ok() || change->lsn != lsn || sources_.count(change->container) == 0) {
+      return;  // not a native envelope: the audit applies it from the durable feed
+    }
+    Track(lsn, change->ts_ms);
+    Dispatch(std::move(*change));
+  }
+
+  // Passes over other containers' changes and applies from the durable feed
+  // what Kafka has not delivered in time.
+  void Audit() {
+    FeedPage page;
+    FeedReadSpec spec;
+    spec.from = applied_.value() + 1;
+    spec.limit = 5000;
+    if (!store_->ReadFeed(spec, &page).ok()) return;
+    auto now = std::chrono::steady_clock::now();
+    for (const auto& record : page.records) {
+      if (Tracked(record.lsn)) continue;
+      if (sources_.count(record.container) == 0) {
+        Offer(record, false);
+        continue;
+      }
+      auto [it, inserted] = awaited_.emplace(record.lsn, now);
+      if (now - it->second < config_.kafka_grace) continue;
+      FEEDD_LOG(kWarning, "processor") << config_.name << ": LSN " << record.lsn
+                                       << " did not arrive from Kafka in time; applying it from "
+                                          "the durable feed";
+      Offer(record, true);
+    }
+    Lsn w = applied_.value();
+    awaited_.erase(awaited_.begin(), awaited_.upper_bound(w));
+  }
+
+  // ---- status ----
+  void SetState(const std::string& state) {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    state_ = state;
+  }
+  void SetError(const std::string& error) {
+    FEEDD_LOG(kWarning, "processor") << config_.name << ": " << error;
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    last_error_ = error;
+  }
+
+  DocumentStore* const store_;
+  ProcessorConfig config_;
+  const std::unique_ptr<ProcessorKind> kind_;
+  const std::optional<KafkaConsumerConfig> kafka_;
+  const std::string consumer_name_;
+  std::set<std::string> sources_;
+
+  std::mutex control_mutex_;  // Stop / Rebuild
+  bool stopped_ = false;      // GUARDED_BY(control_mutex_)
+  std::atomic<bool> stopping_{false};
+  std::thread source_thread_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  Lsn next_read_ = 1;                                             // local source
+  std::map<Lsn, std::chrono::steady_clock::time_point> awaited_;  // audit (source thread)
+
+  LsnWatchers applied_;
+  mutable std::mutex track_mutex_;
+  std::map<Lsn, PendingEntry> pending_;  // LSNs above W being applied
+  Lsn persisted_ = 0;
+  std::chrono::steady_clock::time_point last_checkpoint_;
+
+  mutable std::mutex park_mutex_;
+  std::map<std::string, std::deque<ParkedEntry>> parked_;
+  std::atomic<uint64_t> parked_count_{0};
+
+  mutable std::mutex status_mutex_;
+  std::string state_ = "starting";
+  std::string last_error_;
+  std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, errors_{0}, from_durable_feed_{0};
+};
+
+ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,
+                                     std::unique_ptr<ProcessorKind> kind,
+                                     std::optional<KafkaConsumerConfig> kafka)
+    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(kafka))) {}
+ProcessorInstance::~ProcessorInstance() = default;
+Status ProcessorInstance::Start() { return impl_->Start(); }
+void ProcessorInstance::Stop() { impl_->Stop(); }
+const std::string& ProcessorInstance::name() const { return impl_->name(); }
+const ProcessorKind& ProcessorInstance::kind() const { return impl_->kind(); }
+ProcessorStatus ProcessorInstance::GetStatus() const { return impl_->GetStatus(); }
+Lsn ProcessorInstance::applied() const { return impl_->applied(); }
+uint64_t ProcessorInstance::OnApplied(Lsn lsn, std::function<void()> fn) {
+  return impl_->OnApplied(lsn, std::move(fn));
+}
+void ProcessorInstance::CancelApplied(uint64_t token) { impl_->CancelApplied(token); }
+std::vector<ParkedChange> ProcessorInstance::Parked() const { return impl_->Parked(); }
+size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
+Status ProcessorInstance::Rebuild() { return impl_->Rebuild(); }
+Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait) {
+  return impl_->Verify(wait);
+}
+
+}  // namespace feedd

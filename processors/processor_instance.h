@@ -1,0 +1,123 @@
+// ProcessorInstance: one configured processor ([processor.<name>]) running a
+// ProcessorKind inside the daemon (docs/processors.md).
+//
+// Operation
+//   A source thread reads changes - from Kafka (a consumer group per
+//   instance, the default) or from the local durable feed (`source =
+//   local`) - and dispatches those of the kind's source containers to worker
+//   threads by the kind's ordering key (same key: same worker, in order).
+//   A worker applies a change through a StoreViewContext and commits the
+//   staged view writes in one WriteBatch with the instance's applied
+//   watermark W (every change <= W is applied). W is the instance's
+//   retention low-watermark too, so the feed keeps what it has not applied.
+//   Apply is level-triggered and idempotent, so after a crash the changes
+//   above the recorded W are simply applied again.
+//
+//   With the Kafka source, an audit reads the local feed above W: changes of
+//   other containers are passed over, and a change that Kafka has not
+//   delivered within `kafka_grace_ms` (the broker dropped it, or the
+//   consumer fell behind retention) is applied from the durable feed. No
+//   change is ever skipped.
+//
+//   A change whose apply fails is retried with exponential backoff; after
+//   `max_attempts` it is parked with every later change of its ordering key
+//   (other keys keep flowing) until ReplayParked(). A parked change holds W.
+//
+// Concurrency
+//   All public methods are thread-safe. OnApplied() callbacks run on a
+//   worker or source thread and must be short.
+//
+// Ownership
+//   Borrows the DocumentStore, which must outlive the instance.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "processors/processor_kind.h"
+#include "storage/document_store.h"
+
+namespace feedd {
+
+enum class ProcessorSource { kKafka, kLocal };
+
+struct ProcessorConfig {
+  std::string name;
+  std::string kind;
+  ProcessorSource source = ProcessorSource::kKafka;
+  size_t parallelism = 4;                       // worker threads
+  int max_attempts = 5;                         // before a change is parked
+  std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
+  std::chrono::milliseconds kafka_grace{2000};  // then the audit applies it
+  ProcessorSettings settings;                   // the kind's settings
+};
+
+struct KafkaConsumerConfig {
+  std::string bootstrap;
+  std::string topic_prefix = "feedd.";
+  std::map<std::string, std::string> properties;  // kafka.<property> pass-through
+};
+
+struct ParkedChange {
+  std::string key;  // ordering key
+  Lsn lsn = 0;
+  std::string container, partition_key, id;
+  std::string error;  // of the last attempt (empty for changes parked behind it)
+};
+
+struct ProcessorStatus {
+  std::string name, kind, source;
+  std::string state;  // starting, running, rebuilding, degraded (parked), stopped
+  Lsn applied_lsn = 0;
+  uint64_t lag_changes = 0;  // head LSN - applied LSN
+  uint64_t pending = 0;      // changes received and not yet applied
+  double lag_seconds = 0;    // age of the oldest unapplied change
+  uint64_t applied = 0;      // changes applied (including no-ops)
+  uint64_t view_writes = 0;  // derived items written
+  uint64_t errors = 0;       // failed attempts
+  uint64_t parked = 0;
+  uint64_t from_durable_feed = 0;  // Kafka source: applied from the local feed by the audit
+  std::string last_error;
+};
+
+class ProcessorInstance {
+ public:
+  static constexpr const char* kConsumerPrefix = "processor.";
+
+  ProcessorInstance(DocumentStore* store, ProcessorConfig config,
+                    std::unique_ptr<ProcessorKind> kind, std::optional<KafkaConsumerConfig> kafka);
+  ~ProcessorInstance();
+
+  // Registers the watermark; a new instance first derives its view from the
+  // existing data (Rebuild). Then starts the source and workers.
+  Status Start();
+  void Stop();
+
+  const std::string& name() const;
+  const ProcessorKind& kind() const;
+  ProcessorStatus GetStatus() const;
+  Lsn applied() const;
+
+  // Calls `fn` once every change <= lsn is applied. Returns a token.
+  uint64_t OnApplied(Lsn lsn, std::function<void()> fn);
+  void CancelApplied(uint64_t token);
+
+  std::vector<ParkedChange> Parked() const;
+  // Retries every parked change, in order per key. Returns how many.
+  size_t ReplayParked();
+  // Derives the view from scratch and continues from the head at its start.
+  Status Rebuild();
+  // Waits (up to `wait`) until the changes up to the current head are
+  // applied, then recomputes the view and lists every difference.
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace feedd

@@ -1,0 +1,76 @@
+// ProcessorKind: the logic of one kind of derived view, behind a small
+// interface; kinds register by name (ProcessorRegistry) and are configured
+// per instance ([processor.<name>] kind = ... plus the kind's settings).
+// docs/processors.md explains how to add one.
+//
+// Contract for implementations
+//   - Apply() is level-triggered: it reads the CURRENT state of the items the
+//     change touches and recomputes the derived items, so duplicated,
+//     replayed or reordered changes converge to the same views.
+//   - Changes with the same OrderingKey() are applied in LSN order, one at a
+//     time; changes with different keys may be applied concurrently.
+//   - Apply() only stages writes through the ViewContext; a non-OK Status
+//     discards them and the runtime retries (then parks) the change.
+//
+// Thread-safety: Apply(), Rebuild() and Verify() may run concurrently on
+// different threads; implementations keep no mutable state.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "processors/change.h"
+#include "processors/view_context.h"
+
+namespace feedd {
+
+class ProcessorKind {
+ public:
+  virtual ~ProcessorKind() = default;
+
+  // Containers whose changes this kind consumes.
+  virtual std::vector<std::string> SourceContainers() const = 0;
+  // Containers this kind writes (read-your-writes waits on them).
+  virtual std::vector<std::string> TargetContainers() const = 0;
+  // Changes with equal keys are applied in order, one at a time.
+  virtual std::string OrderingKey(const Change& change) const = 0;
+
+  virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
+  // Derives the whole view from the current source state.
+  virtual Status Rebuild(ViewContext& ctx) const = 0;
+  // Recomputes the view from the sources and describes every difference.
+  virtual Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const = 0;
+};
+
+// The settings of one instance: [processor.<name>] key = value.
+struct ProcessorSettings {
+  std::string name;
+  std::map<std::string, std::string> values;
+
+  // The value of `key`, or an error naming processor.<name>.<key>.
+  Result<std::string> Required(const std::string& key) const;
+  std::string Optional(const std::string& key, const std::string& fallback) const;
+  Status Error(const std::string& key, const std::string& what) const;
+};
+
+using ProcessorFactory = std::function<Result<std::unique_ptr<ProcessorKind>>(
+    const ProcessorSettings& settings, const std::vector<ContainerSpec>& containers)>;
+
+// Name -> factory. Kinds register at static-initialization time with
+// FEEDD_REGISTER_PROCESSOR_KIND; lookups happen after main() starts.
+class ProcessorRegistry {
+ public:
+  static bool Register(const std::string& kind, ProcessorFactory factory);
+  static Result<std::unique_ptr<ProcessorKind>> Create(
+      const std::string& kind, const ProcessorSettings& settings,
+      const std::vector<ContainerSpec>& containers);
+  static std::vector<std::string> Kinds();
+};
+
+#define FEEDD_REGISTER_PROCESSOR_KIND(kind, factory) \
+  static const bool feedd_registered_##factory = ::feedd::ProcessorRegistry::Register(kind, factory)
+
+}  // namespace feedd

@@ -1,0 +1,141 @@
+#include "processors/processor_manager.h"
+
+#include <algorithm>
+
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+Status ParseCount(const ProcessorSettings& s, const std::string& key, const std::string& fallback,
+                  uint64_t min, uint64_t max, uint64_t* out) {
+  std::string text = s.Optional(key, fallback);
+  try {
+    size_t used = 0;
+    unsigned long long v = std::stoull(text, &used);
+    if (used != text.size() || v < min || v > max) throw std::out_of_range(key);
+    *out = v;
+    return Status::Ok();
+  } catch (const std::exception&) {
+    return s.Error(key, "must be an integer " + std::to_string(min) + ".." + std::to_string(max) +
+                            ", got '" + text + "'");
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ProcessorManager::DefaultSettings() {
+  return {
+      {"usernames.kind", "field_copy"},
+      {"usernames.source_container", "users"},
+      {"usernames.source_filter", "type=user"},
+      {"usernames.key_field", "/userId"},
+      {"usernames.value_field", "/username"},
+      {"usernames.target_container", "posts"},
+      {"usernames.target_key_field", "/userId"},
+      {"usernames.target_field", "/userUsername"},
+      {"user_posts.kind", "projection"},
+      {"user_posts.source_container", "posts"},
+      {"user_posts.source_filter", "type=post"},
+      {"user_posts.target_container", "users"},
+      {"user_posts.truncate_field", "/content"},
+      {"user_posts.truncate_chars", "200"},
+      {"feed.kind", "top_n"},
+      {"feed.source_container", "posts"},
+      {"feed.source_filter", "type=post"},
+      {"feed.target_container", "feed"},
+      {"feed.order_by", "/creationDate"},
+      {"feed.cap", "100"},
+      {"feed.truncate_field", "/content"},
+      {"feed.truncate_chars", "200"},
+  };
+}
+
+Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
+    DocumentStore* store, const std::map<std::string, std::string>& settings,
+    std::optional<KafkaConsumerConfig> kafka) {
+  std::map<std::string, ProcessorSettings> by_name;
+  for (const auto& [key, value] : settings) {
+    size_t dot = key.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size()) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "processor." + key + ": expected processor.<name>.<key>");
+    }
+    ProcessorSettings& s = by_name[key.substr(0, dot)];
+    s.name = key.substr(0, dot);
+    s.values[key.substr(dot + 1)] = value;
+  }
+  auto manager = std::make_unique<ProcessorManager>();
+  for (auto& [name, s] : by_name) {
+    ProcessorConfig config;
+    config.name = name;
+    auto kind_name = s.Required("kind");
+    if (!kind_name.ok()) return kind_name.status();
+    config.kind = *kind_name;
+    std::string source = s.Optional("source", kafka ? "kafka" : "local");
+    if (source == "kafka") {
+      if (!kafka) return s.Error("source", "is kafka but kafka.brokers = none");
+      config.source = ProcessorSource::kKafka;
+    } else if (source == "local") {
+      config.source = ProcessorSource::kLocal;
+    } else {
+      return s.Error("source", "must be kafka or local, got '" + source + "'");
+    }
+    uint64_t parallelism, attempts, backoff, grace;
+    for (auto [key, fallback, min, max, out] :
+         {std::tuple{"parallelism", "4", 1, 64, &parallelism},
+          std::tuple{"max_attempts", "5", 1, 100, &attempts},
+          std::tuple{"retry_backoff_ms", "50", 1, 60000, &backoff},
+          std::tuple{"kafka_grace_ms", "2000", 10, 600000, &grace}}) {
+      if (Status st = ParseCount(s, key, fallback, min, max, out); !st.ok()) return st;
+    }
+    config.parallelism = parallelism;
+    config.max_attempts = static_cast<int>(attempts);
+    config.retry_backoff = std::chrono::milliseconds(backoff);
+    config.kafka_grace = std::chrono::milliseconds(grace);
+    for (const char* key :
+         {"kind", "source", "parallelism", "max_attempts", "retry_backoff_ms", "kafka_grace_ms"}) {
+      s.values.erase(key);
+    }
+    config.settings = s;
+    auto kind = ProcessorRegistry::Create(config.kind, s, store->containers());
+    if (!kind.ok()) return kind.status();
+    manager->instances_.push_back(std::make_unique<ProcessorInstance>(
+        store, std::move(config), std::move(*kind),
+        source == "kafka" ? kafka : std::optional<KafkaConsumerConfig>()));
+  }
+  return manager;
+}
+
+Status ProcessorManager::Start() {
+  for (auto& instance : instances_) {
+    if (Status s = instance->Start(); !s.ok()) {
+      return Status(s.code(), "processor " + instance->name() + ": " + s.message());
+    }
+  }
+  return Status::Ok();
+}
+
+void ProcessorManager::Stop() {
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) (*it)->Stop();
+}
+
+ProcessorInstance* ProcessorManager::Find(const std::string& name) const {
+  for (const auto& instance : instances_) {
+    if (instance->name() == name) return instance.get();
+  }
+  return nullptr;
+}
+
+std::vector<ProcessorInstance*> ProcessorManager::WritersOf(const std::string& container) const {
+  std::vector<ProcessorInstance*> writers;
+  for (const auto& instance : instances_) {
+    auto targets = instance->kind().TargetContainers();
+    if (std::find(targets.begin(), targets.end(), container) != targets.end()) {
+      writers.push_back(instance.get());
+    }
+  }
+  return writers;
+}
+
+}  // namespace feedd

@@ -1,0 +1,45 @@
+// ProcessorManager: the processor instances of the configuration, built from
+// [processor.<name>] sections through the ProcessorRegistry, started and
+// stopped together, and looked up by the HTTP API.
+//
+// Thread-safety: the instance list is fixed after Create(); all methods are
+// thread-safe.
+// Ownership: owns the instances; borrows the store.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "processors/processor_instance.h"
+
+namespace feedd {
+
+class ProcessorManager {
+ public:
+  // `settings`: "<name>.<key>" -> value, from processor.<name>.<key>.
+  // Instance keys understood here: kind, source (kafka|local), parallelism,
+  // max_attempts, retry_backoff_ms, kafka_grace_ms; the rest go to the kind.
+  // `kafka` is nullopt when publishing is off (then every source is local).
+  static Result<std::unique_ptr<ProcessorManager>> Create(
+      DocumentStore* store, const std::map<std::string, std::string>& settings,
+      std::optional<KafkaConsumerConfig> kafka);
+
+  // The three views of the blogging scenario (docs/processors.md), as
+  // processor.<name>.<key> settings.
+  static std::map<std::string, std::string> DefaultSettings();
+
+  Status Start();
+  void Stop();
+
+  const std::vector<std::unique_ptr<ProcessorInstance>>& instances() const { return instances_; }
+  ProcessorInstance* Find(const std::string& name) const;
+  // The instances that write into `container`.
+  std::vector<ProcessorInstance*> WritersOf(const std::string& container) const;
+
+ private:
+  std::vector<std::unique_ptr<ProcessorInstance>> instances_;
+};
+
+}  // namespace feedd

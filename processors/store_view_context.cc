@@ -1,0 +1,110 @@
+#include "processors/store_view_context.h"
+
+#include <boost/json.hpp>
+
+namespace feedd {
+namespace {
+
+Result<boost::json::object> ParseItem(const std::string& json) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(json, ec);
+  if (ec || !v.is_object()) return Status(ErrorCode::kStorageError, "stored item is not an object");
+  return std::move(v.as_object());
+}
+
+}  // namespace
+
+const ContainerSpec* StoreViewContext::Container(const std::string& name) const {
+  return store_->FindContainer(name);
+}
+
+Result<std::optional<boost::json::object>> StoreViewContext::Read(const std::string& container,
+                                                                  const std::string& partition_key,
+                                                                  const std::string& id) {
+  std::string json;
+  Status s = store_->Read(container, partition_key, id, &json);
+  if (s.code() == ErrorCode::kNotFound) return std::optional<boost::json::object>();
+  if (!s.ok()) return s;
+  auto item = ParseItem(json);
+  if (!item.ok()) return item.status();
+  return std::optional<boost::json::object>(std::move(*item));
+}
+
+Result<ViewQueryPage> StoreViewContext::Query(const std::string& container, const QuerySpec& spec) {
+  auto result = store_->Query(container, spec);
+  if (!result.ok()) return result.status();
+  ViewQueryPage page;
+  page.continuation = result->continuation;
+  for (const auto& json : result->items) {
+    auto item = ParseItem(json);
+    if (!item.ok()) return item.status();
+    page.items.push_back(std::move(*item));
+  }
+  return page;
+}
+
+void StoreViewContext::Stage(const std::string& container, const std::string& pk, WriteOp op) {
+  auto& requests = staged_[{container, pk}];
+  if (requests.empty() || requests.back().ops.size() >= kMaxBatchOperations) {
+    requests.push_back(WriteRequest{container, pk, {}});
+  }
+  requests.back().ops.push_back(std::move(op));
+}
+
+Status StoreViewContext::Upsert(const std::string& container, boost::json::object item) {
+  const ContainerSpec* spec = store_->FindContainer(container);
+  if (spec == nullptr) {
+    return Status(ErrorCode::kContainerNotFound, "container '" + container + "' does not exist");
+  }
+  auto prepared = PrepareDerivedItem(*spec, std::move(item), store_->options().max_item_bytes);
+  if (!prepared.ok()) return prepared.status();
+  WriteOp op;
+  op.kind = WriteOpKind::kUpsert;
+  op.id = prepared->id;
+  std::string pk = prepared->partition_key;
+  op.item = std::move(*prepared);
+  Stage(container, pk, std::move(op));
+  return Status::Ok();
+}
+
+Status StoreViewContext::SetField(const std::string& container, const std::string& partition_key,
+                                  const std::string& id, const JsonPointer& field,
+                                  boost::json::value value) {
+  WriteOp op;
+  op.kind = WriteOpKind::kPatch;
+  op.id = id;
+  op.if_exists = true;
+  op.patch.push_back(PatchOp{PatchOpKind::kSet, field, std::move(value)});
+  Stage(container, partition_key, std::move(op));
+  return Status::Ok();
+}
+
+Status StoreViewContext::Delete(const std::string& container, const std::string& partition_key,
+                                const std::string& id) {
+  WriteOp op;
+  op.kind = WriteOpKind::kDelete;
+  op.id = id;
+  op.if_exists = true;
+  Stage(container, partition_key, std::move(op));
+  return Status::Ok();
+}
+
+Status StoreViewContext::Commit() {
+  if (staged_.empty()) return Status::Ok();
+  ViewWrite view;
+  view.consumer = consumer_;
+  view.consumer_acked = watermark_();
+  size_t ops = 0;
+  for (auto& [key, requests] : staged_) {
+    for (auto& r : requests) {
+      ops += r.ops.size();
+      view.requests.push_back(std::move(r));
+    }
+  }
+  staged_.clear();
+  WriteResult result = store_->WriteView(std::move(view));
+  if (result.status.ok()) writes_committed_ += ops;
+  return result.status;
+}
+
+}  // namespace feedd

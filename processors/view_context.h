@@ -1,0 +1,58 @@
+// ViewContext: what a processor kind may do while applying a change - read
+// the current state of any container, and stage writes to its views. The
+// runtime commits the staged writes atomically with the processor's applied
+// watermark (DocumentStore::SubmitView) once Apply() returns OK, and drops
+// them when it fails.
+//
+// Thread-safety: one ViewContext per apply; not shared between threads.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/container_spec.h"
+#include "storage/json_pointer.h"
+#include "storage/query.h"
+#include "util/status.h"
+
+namespace feedd {
+
+// A page of query results, parsed.
+struct ViewQueryPage {
+  std::vector<boost::json::object> items;
+  std::optional<std::string> continuation;
+};
+
+class ViewContext {
+ public:
+  virtual ~ViewContext() = default;
+
+  virtual const ContainerSpec* Container(const std::string& name) const = 0;
+  // The current version of an item (with system properties), or nullopt.
+  virtual Result<std::optional<boost::json::object>> Read(const std::string& container,
+                                                          const std::string& partition_key,
+                                                          const std::string& id) = 0;
+  virtual Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) = 0;
+
+  // Staged writes. The item's partition key is read from the item itself.
+  // Properties _etag, _lsn and _ts are dropped; other '_' properties (such
+  // as _sourceLsn) are kept.
+  virtual Status Upsert(const std::string& container, boost::json::object item) = 0;
+  // Sets one field of an item, if the item still exists.
+  virtual Status SetField(const std::string& container, const std::string& partition_key,
+                          const std::string& id, const JsonPointer& field,
+                          boost::json::value value) = 0;
+  // Deletes an item, if it exists.
+  virtual Status Delete(const std::string& container, const std::string& partition_key,
+                        const std::string& id) = 0;
+  // Commits what is staged so far (long rebuilds), keeping the watermark.
+  virtual Status Flush() = 0;
+};
+
+// Every item of `container` matching `spec` (following continuations).
+Result<std::vector<boost::json::object>> QueryAll(ViewContext& ctx, const std::string& container,
+                                                  QuerySpec spec);
+
+}  // namespace feedd
