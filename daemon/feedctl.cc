@@ -1,0 +1,194 @@
+// feedctl: the command-line companion of a running feedd.
+//
+//   feedctl [--api HOST:PORT | --ready-file PATH] COMMAND [ARGS]
+//
+//   processors             list processors: state, applied LSN, lag, parked
+//   verify [NAME...]       recompute views from their sources and print every
+//                          difference; exit 0 only when all views are right
+//   rebuild NAME           derive NAME's view from scratch
+//   parked NAME            list NAME's parked changes
+//   replay NAME            retry NAME's parked changes
+//
+// The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
+// Exit codes: 0 ok, 1 differences found or the daemon answered an error,
+// 2 usage error or the daemon is unreachable.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUsage = 2;
+
+struct Reply {
+  int status = 0;
+  boost::json::value body;
+};
+
+class Client {
+ public:
+  explicit Client(std::string api) : api_(std::move(api)) {}
+
+  // Throws std::runtime_error when the daemon cannot be reached.
+  Reply Call(http::verb method, const std::string& target) {
+    size_t colon = api_.rfind(':');
+    if (colon == std::string::npos) throw std::runtime_error("bad API address " + api_);
+    boost::asio::io_context io;
+    tcp::resolver resolver(io);
+    beast::tcp_stream stream(io);
+    stream.connect(resolver.resolve(api_.substr(0, colon), api_.substr(colon + 1)));
+    http::request<http::string_body> req(method, target, 11);
+    req.set(http::field::host, api_);
+    req.set(http::field::content_type, "application/json");
+    if (method == http::verb::post) req.body() = "{}";
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64u * 1024 * 1024);
+    http::read(stream, buffer, parser);
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    Reply reply;
+    reply.status = parser.get().result_int();
+    boost::system::error_code parse_ec;
+    reply.body = boost::json::parse(parser.get().body(), parse_ec);
+    return reply;
+  }
+
+ private:
+  std::string api_;
+};
+
+std::string ErrorText(const Reply& r) {
+  const auto* o = r.body.if_object();
+  if (o != nullptr && o->contains("error")) {
+    const auto& e = o->at("error").as_object();
+    return std::string(e.at("code").as_string()) + ": " + std::string(e.at("message").as_string());
+  }
+  return "HTTP " + std::to_string(r.status);
+}
+
+std::vector<std::string> ProcessorNames(Client& client) {
+  Reply r = client.Call(http::verb::get, "/v1/processors");
+  std::vector<std::string> names;
+  for (const auto& p : r.body.at("processors").as_array()) {
+    names.emplace_back(p.at("name").as_string());
+  }
+  return names;
+}
+
+int Processors(Client& client) {
+  Reply r = client.Call(http::verb::get, "/v1/processors");
+  if (r.status != 200) {
+    std::cerr << "feedctl: " << ErrorText(r) << "\n";
+    return kFailed;
+  }
+  std::printf("%-16s %-12s %-6s %-10s %12s %10s %8s %8s\n", "NAME", "KIND", "SOURCE", "STATE",
+              "APPLIED_LSN", "LAG", "LAG_S", "PARKED");
+  for (const auto& v : r.body.at("processors").as_array()) {
+    const auto& p = v.as_object();
+    const auto& lag = p.at("lag").as_object();
+    std::printf("%-16s %-12s %-6s %-10s %12llu %10llu %8.3f %8llu\n",
+                std::string(p.at("name").as_string()).c_str(),
+                std::string(p.at("kind").as_string()).c_str(),
+                std::string(p.at("source").as_string()).c_str(),
+                std::string(p.at("state").as_string()).c_str(),
+                static_cast<unsigned long long>(p.at("appliedLsn").to_number<uint64_t>()),
+                static_cast<unsigned long long>(lag.at("changes").to_number<uint64_t>()),
+                lag.at("seconds").to_number<double>(),
+                static_cast<unsigned long long>(p.at("parked").to_number<uint64_t>()));
+  }
+  return kOk;
+}
+
+int Verify(Client& client, std::vector<std::string> names) {
+  if (names.empty()) names = ProcessorNames(client);
+  int rc = kOk;
+  for (const auto& name : names) {
+    Reply r = client.Call(http::verb::post, "/v1/processors/" + name + "/verify");
+    if (r.status != 200) {
+      std::cout << name << ": cannot verify: " << ErrorText(r) << "\n";
+      rc = kFailed;
+      continue;
+    }
+    const auto& differences = r.body.at("differences").as_array();
+    if (differences.empty()) {
+      std::cout << name << ": ok (applied LSN " << r.body.at("appliedLsn") << ")\n";
+      continue;
+    }
+    rc = kFailed;
+    std::cout << name << ": " << differences.size() << " difference(s)\n";
+    for (const auto& d : differences) std::cout << "  " << d.as_string() << "\n";
+  }
+  return rc;
+}
+
+int Simple(Client& client, http::verb method, const std::string& target) {
+  Reply r = client.Call(method, target);
+  std::cout << boost::json::serialize(r.body) << "\n";
+  return r.status == 200 ? kOk : kFailed;
+}
+
+int Usage() {
+  std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] "
+               "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME\n";
+  return kUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string api = std::getenv("FEEDCTL_API") ? std::getenv("FEEDCTL_API") : "127.0.0.1:8080";
+  std::vector<std::string> args(argv + 1, argv + argc);
+  while (!args.empty() && args[0].rfind("--", 0) == 0) {
+    if (args.size() < 2) return Usage();
+    if (args[0] == "--api") {
+      api = args[1];
+    } else if (args[0] == "--ready-file") {
+      std::ifstream in(args[1]);
+      std::stringstream text;
+      text << in.rdbuf();
+      boost::system::error_code ec;
+      auto ready = boost::json::parse(text.str(), ec);
+      if (ec || !ready.is_object() || !ready.as_object().contains("api")) {
+        std::cerr << "feedctl: cannot read the API address from " << args[1] << "\n";
+        return kUsage;
+      }
+      api = std::string(ready.at("api").as_string());
+    } else {
+      return Usage();
+    }
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.empty()) return Usage();
+  Client client(api);
+  try {
+    const std::string& command = args[0];
+    if (command == "processors" && args.size() == 1) return Processors(client);
+    if (command == "verify") return Verify(client, {args.begin() + 1, args.end()});
+    if (args.size() != 2) return Usage();
+    const std::string base = "/v1/processors/" + args[1];
+    if (command == "rebuild") return Simple(client, http::verb::post, base + "/rebuild");
+    if (command == "parked") return Simple(client, http::verb::get, base + "/parked");
+    if (command == "replay") return Simple(client, http::verb::post, base + "/parked/replay");
+    return Usage();
+  } catch (const std::exception& e) {
+    std::cerr << "feedctl: " << api << ": " << e.what() << "\n";
+    return kUsage;
+  }
+}
