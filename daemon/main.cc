@@ -43,6 +43,8 @@ HttpServerOptions HttpOptions(const DaemonConfig& config) {
   return options;
 }
 
+}  // namespace
+
 bool UsesDefaultContainers(const DaemonConfig& config) {
   auto by_name = [](std::vector<ContainerSpec> specs) {
     std::sort(specs.begin(), specs.end(),
@@ -61,6 +63,17 @@ bool UsesDefaultContainers(const DaemonConfig& config) {
   }
   return true;
 }
+
+// The processor settings the daemon runs: the declared ones, or the
+// scenario's three views on the default containers.
+std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config) {
+  if (!config.processor_settings.empty() || !UsesDefaultContainers(config)) {
+    return config.processor_settings;
+  }
+  return ProcessorManager::DefaultSettings();
+}
+
+namespace {
 
 int Run(const DaemonConfig& config) {
   // Installed before anything starts, so a signal during start-up is not
@@ -121,10 +134,7 @@ int Run(const DaemonConfig& config) {
   // containers.
   std::unique_ptr<ProcessorManager> processors;
   if (config.processors_enabled) {
-    std::map<std::string, std::string> settings = config.processor_settings;
-    if (settings.empty() && UsesDefaultContainers(config)) {
-      settings = ProcessorManager::DefaultSettings();
-    }
+    std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
     std::optional<KafkaConsumerConfig> consumer;
     if (bootstrap) {
       consumer =
@@ -217,6 +227,15 @@ int main(int argc, char** argv) {
     return feedd::kExitBadConfig;
   }
   if (flags.check_config) {
+    if (config->processors_enabled) {
+      feedd::Status s = feedd::ProcessorManager::Validate(feedd::ProcessorSettingsOf(*config),
+                                                          config->store.containers,
+                                                          config->kafka.brokers != "none");
+      if (!s.ok()) {
+        std::cerr << "feedd: " << s.message() << "\n";
+        return feedd::kExitBadConfig;
+      }
+    }
     std::cout << "feedd: configuration OK\n";
     return feedd::kExitOk;
   }

@@ -51,9 +51,16 @@ std::map<std::string, std::string> ProcessorManager::DefaultSettings() {
   };
 }
 
-Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
-    DocumentStore* store, const std::map<std::string, std::string>& settings,
-    std::optional<KafkaConsumerConfig> kafka) {
+namespace {
+
+struct ParsedInstance {
+  ProcessorConfig config;
+  std::unique_ptr<ProcessorKind> kind;
+};
+
+Result<std::vector<ParsedInstance>> ParseInstances(
+    const std::map<std::string, std::string>& settings,
+    const std::vector<ContainerSpec>& containers, bool kafka_enabled) {
   std::map<std::string, ProcessorSettings> by_name;
   for (const auto& [key, value] : settings) {
     size_t dot = key.find('.');
@@ -65,16 +72,16 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     s.name = key.substr(0, dot);
     s.values[key.substr(dot + 1)] = value;
   }
-  auto manager = std::make_unique<ProcessorManager>();
+  std::vector<ParsedInstance> parsed;
   for (auto& [name, s] : by_name) {
     ProcessorConfig config;
     config.name = name;
     auto kind_name = s.Required("kind");
     if (!kind_name.ok()) return kind_name.status();
     config.kind = *kind_name;
-    std::string source = s.Optional("source", kafka ? "kafka" : "local");
+    std::string source = s.Optional("source", kafka_enabled ? "kafka" : "local");
     if (source == "kafka") {
-      if (!kafka) return s.Error("source", "is kafka but kafka.brokers = none");
+      if (!kafka_enabled) return s.Error("source", "is kafka but kafka.brokers = none");
       config.source = ProcessorSource::kKafka;
     } else if (source == "local") {
       config.source = ProcessorSource::kLocal;
@@ -98,11 +105,32 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
       s.values.erase(key);
     }
     config.settings = s;
-    auto kind = ProcessorRegistry::Create(config.kind, s, store->containers());
+    auto kind = ProcessorRegistry::Create(config.kind, s, containers);
     if (!kind.ok()) return kind.status();
+    parsed.push_back({std::move(config), std::move(*kind)});
+  }
+  return parsed;
+}
+
+}  // namespace
+
+Status ProcessorManager::Validate(const std::map<std::string, std::string>& settings,
+                                  const std::vector<ContainerSpec>& containers,
+                                  bool kafka_enabled) {
+  return ParseInstances(settings, containers, kafka_enabled).status();
+}
+
+Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
+    DocumentStore* store, const std::map<std::string, std::string>& settings,
+    std::optional<KafkaConsumerConfig> kafka) {
+  auto parsed = ParseInstances(settings, store->containers(), kafka.has_value());
+  if (!parsed.ok()) return parsed.status();
+  auto manager = std::make_unique<ProcessorManager>();
+  for (auto& p : *parsed) {
+    bool uses_kafka = p.config.source == ProcessorSource::kKafka;
     manager->instances_.push_back(std::make_unique<ProcessorInstance>(
-        store, std::move(config), std::move(*kind),
-        source == "kafka" ? kafka : std::optional<KafkaConsumerConfig>()));
+        store, std::move(p.config), std::move(p.kind),
+        uses_kafka ? kafka : std::optional<KafkaConsumerConfig>()));
   }
   return manager;
 }

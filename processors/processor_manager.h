@@ -25,6 +25,9 @@ class ProcessorManager {
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings,
       std::optional<KafkaConsumerConfig> kafka);
+  // What Create() checks, without a store (for feedd --check-config).
+  static Status Validate(const std::map<std::string, std::string>& settings,
+                         const std::vector<ContainerSpec>& containers, bool kafka_enabled);
 
   // The three views of the blogging scenario (docs/processors.md), as
   // processor.<name>.<key> settings.
