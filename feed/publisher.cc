@@ -70,6 +70,7 @@ class Publisher::Impl {
     start = std::max(start, store_->OldestRetainedLsn() - 1);
     published_ = start;
     next_ = start + 1;
+    published_snapshot_ = published_;
     acked_to_store_ = start;
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
     thread_ = std::thread([this] { Run(); });

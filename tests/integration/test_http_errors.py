@@ -18,7 +18,7 @@ def uid(prefix):
 
 
 class _ErrorsBase(FeeddTestCase):
-    extra_args = ()
+    extra_args = ("--processors.enabled=false",)
 
     @classmethod
     def setUpClass(cls):
@@ -278,7 +278,8 @@ class HttpErrorsTest(_ErrorsBase):
 class SmallLimitsTest(_ErrorsBase):
     """A daemon with small http.max_request_bytes and storage.max_item_bytes."""
 
-    extra_args = ("--http.max_request_bytes=65536", "--storage.max_item_bytes=16384")
+    extra_args = ("--processors.enabled=false", "--http.max_request_bytes=65536",
+                  "--storage.max_item_bytes=16384")
 
     def test_body_over_max_request_bytes(self):
         pk, item_id = uid("p"), uid("i")
