@@ -1,0 +1,691 @@
+"""Kafka publishing of the real feedd daemon, read back with independent clients.
+
+Against the embedded broker (the daemon's default, `kafka.brokers=embedded`):
+
+  * exactly once: a few hundred changes of mixed operations (creates, upserts
+    that create and that replace, patches, deletes, transactional batches) in
+    `users` and `posts`, some with non-ASCII partition keys; once
+    `GET /v1/feed` shows publishedLsn == headLsn, every topic is consumed
+    from the beginning with python3-kafka until idle. Every change of
+    `/v1/changefeed?from=beginning` must be in Kafka exactly once, on topic
+    `feedd.<container>`, keyed by its partition key (UTF-8), with the
+    feedd-lsn/-op/-container/-id headers, its value byte-equal to the
+    envelope `/v1/changefeed` serves, and LSNs strictly increasing per key
+    (and every key in a single Kafka partition);
+  * the Debezium envelope with tombstones, field by field;
+  * a 1.9 MiB item (random hex, barely compressible) created and replaced:
+    both changes arrive reference-only, the change after them arrives, and
+    envelopesShrunk counts them;
+  * kcat (an independent C client) reads the same messages of feedd.posts.
+
+Shared helpers for test_kafka_crash.py live here too (import the module, not
+its TestCase classes). The seed is printed (FEEDD_KAFKA_SEED=<n> repeats it).
+"""
+
+import collections
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+from kafka import KafkaConsumer, TopicPartition
+
+from feedd_harness import FeeddDaemon, FeeddTestCase
+
+TOPICS = ("feedd.users", "feedd.posts", "feedd.feed")
+HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id")
+PUBLISH_TIMEOUT_S = 60.0
+CONSUME_TIMEOUT_S = 60.0
+
+
+def seed_from_env(var):
+    value = os.environ.get(var)
+    seed = int(value) if value else random.SystemRandom().randrange(1, 2**31)
+    sys.stderr.write("%s=%d\n" % (var, seed))
+    return seed
+
+
+# ---------------------------------------------------------------- Kafka side
+
+class KMsg:
+    """One consumed Kafka record."""
+
+    __slots__ = ("topic", "partition", "offset", "key", "value", "header_list", "headers")
+
+    def __init__(self, topic, partition, offset, key, value, header_list):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.key = key              # bytes or None
+        self.value = value          # bytes or None (tombstone)
+        self.header_list = list(header_list or [])
+        self.headers = {}
+        for name, v in self.header_list:
+            self.headers.setdefault(name, v)
+
+    @property
+    def lsn(self):
+        raw = self.headers.get("feedd-lsn")
+        if raw is None or not raw.isdigit():
+            return None
+        return int(raw)
+
+    def where(self):
+        return "%s/%d@%d" % (self.topic, self.partition, self.offset)
+
+    def __repr__(self):
+        v = self.value if self.value is None or len(self.value) < 300 else self.value[:300] + b"..."
+        return "KMsg(%s key=%r headers=%r value=%r)" % (self.where(), self.key, self.header_list, v)
+
+
+def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_S):
+    """Reads every partition of `topics` from the beginning (python3-kafka, no
+    group) until each reached its end offset and nothing new came for idle_s.
+
+    Returns (messages in (topic, partition, offset) order, {tp: low watermark}).
+    """
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             fetch_max_wait_ms=5, max_partition_fetch_bytes=8 << 20,
+                             fetch_max_bytes=64 << 20, client_id="feedd-it-reader")
+    try:
+        deadline = time.monotonic() + timeout_s
+        parts = []
+        for topic in topics:
+            while True:
+                ids = consumer.partitions_for_topic(topic)
+                if ids:
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError("topic %s has no partitions in the metadata of %s"
+                                         % (topic, bootstrap))
+                time.sleep(0.05)
+            parts.extend(TopicPartition(topic, p) for p in sorted(ids))
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        low = consumer.beginning_offsets(parts)
+        end = consumer.end_offsets(parts)
+        next_offset = {tp: low[tp] for tp in parts}
+        out = []
+        last_new = time.monotonic()
+        while True:
+            batch = consumer.poll(timeout_ms=50, max_records=20000)
+            now = time.monotonic()
+            for tp, records in batch.items():
+                for r in records:
+                    out.append(KMsg(tp.topic, tp.partition, r.offset, r.key, r.value, r.headers))
+                    next_offset[tp] = max(next_offset[tp], r.offset + 1)
+                    last_new = now
+            if all(next_offset[tp] >= end[tp] for tp in parts) and now - last_new >= idle_s:
+                # Anything appended meanwhile? Then keep reading.
+                end = consumer.end_offsets(parts)
+                if all(next_offset[tp] >= end[tp] for tp in parts):
+                    break
+            if now > deadline:
+                short = {"%s/%d" % (tp.topic, tp.partition): (next_offset[tp], end[tp])
+                         for tp in parts if next_offset[tp] < end[tp]}
+                raise AssertionError("consuming %s: partitions not read to their end after "
+                                     "%.0f s (next offset, end offset): %r"
+                                     % (bootstrap, timeout_s, short))
+        out.sort(key=lambda m: (m.topic, m.partition, m.offset))
+        return out, {(tp.topic, tp.partition): low[tp] for tp in parts}
+    finally:
+        consumer.close()
+
+
+# ---------------------------------------------------------------- feedd side
+
+def changes_with_raw(client, container=None, page=10000):
+    """Every change from the beginning up to the head at call time, as a list
+    of (envelope dict, the envelope's exact bytes in the /v1/changefeed answer)."""
+    head = client.head_lsn()
+    decoder = json.JSONDecoder()
+    out = []
+    nxt = "beginning"
+    while True:
+        status, _, body = client.changefeed(container, nxt, limit=page)
+        if status != 200 or not isinstance(body, dict):
+            raise AssertionError("changefeed from=%s -> %s %r" % (nxt, status, client.last_raw[:300]))
+        text = client.last_raw.decode("utf-8")
+        prefix = '{"changes":['
+        if not text.startswith(prefix):
+            raise AssertionError("changefeed body does not start with %r: %r" % (prefix, text[:100]))
+        pos = len(prefix)
+        raws = []
+        while text[pos] != "]":
+            value, end = decoder.raw_decode(text, pos)
+            raws.append((value, text[pos:end].encode("utf-8")))
+            pos = end
+            if text[pos] == ",":
+                pos += 1
+        if [v for v, _ in raws] != body["changes"]:
+            raise AssertionError("could not split the changefeed body into its envelopes")
+        out.extend(raws)
+        new_next = int(body["next"])
+        if nxt != "beginning" and new_next <= nxt:
+            raise AssertionError("changefeed next=%s does not advance from %s" % (new_next, nxt))
+        nxt = new_next
+        if nxt > head:
+            return out
+
+
+def wait_published(tc, client, timeout_s=PUBLISH_TIMEOUT_S, what=""):
+    """Waits until the head is stable and publishedLsn == headLsn; returns /v1/feed."""
+    client.wait_quiescent(stable_s=0.3, timeout_s=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    info = client.feed_info()
+    while True:
+        if info.get("publishedLsn") == info.get("headLsn"):
+            again = client.feed_info()
+            if again.get("publishedLsn") == again.get("headLsn") == info.get("headLsn"):
+                return again
+            info = again
+            continue
+        if time.monotonic() > deadline:
+            tc.fail("%s: publishedLsn %r != headLsn %r after %.0f s; /v1/feed: %s"
+                    % (what, info.get("publishedLsn"), info.get("headLsn"), timeout_s,
+                       json.dumps(info)))
+        time.sleep(0.02)
+        info = client.feed_info()
+
+
+class Analysis:
+    """Compares Kafka records with the change feed (native envelope)."""
+
+    def __init__(self, messages, changes, low_watermarks=None, oldest_retained=1,
+                 check_values=True):
+        self.by_lsn = collections.defaultdict(list)   # lsn -> [KMsg] (non-null values)
+        self.tombstones = []
+        self.problems = []                             # human-readable, one per bad record
+        self.order_problems = []
+        self.split_keys = []
+        feed = {c["lsn"]: (c, raw) for c, raw in changes}
+        self.feed = feed
+        for m in messages:
+            if m.value is None:
+                self.tombstones.append(m)
+                continue
+            lsn = m.lsn
+            names = [n for n, _ in m.header_list]
+            for h in HEADER_NAMES:
+                if names.count(h) != 1:
+                    self.problems.append("%s: header %s present %d times: %r"
+                                         % (m.where(), h, names.count(h), m))
+            if lsn is None:
+                self.problems.append("%s: no numeric feedd-lsn header: %r" % (m.where(), m))
+                continue
+            self.by_lsn[lsn].append(m)
+            if lsn not in feed:
+                if lsn >= oldest_retained:
+                    self.problems.append("%s: LSN %d is not in the change feed: %r"
+                                         % (m.where(), lsn, m))
+                continue
+            change, raw = feed[lsn]
+            exp = {
+                "topic": "feedd." + change["container"],
+                "key": change["partitionKey"].encode("utf-8"),
+                "feedd-op": change["op"].encode(),
+                "feedd-container": change["container"].encode("utf-8"),
+                "feedd-id": change["id"].encode("utf-8"),
+            }
+            got = {
+                "topic": m.topic, "key": m.key, "feedd-op": m.headers.get("feedd-op"),
+                "feedd-container": m.headers.get("feedd-container"),
+                "feedd-id": m.headers.get("feedd-id"),
+            }
+            for k in exp:
+                if exp[k] != got[k]:
+                    self.problems.append("%s LSN %d: %s is %r, expected %r"
+                                         % (m.where(), lsn, k, got[k], exp[k]))
+            if check_values:
+                try:
+                    parsed = json.loads(m.value.decode("utf-8"))
+                except (ValueError, UnicodeDecodeError) as e:
+                    self.problems.append("%s LSN %d: value is not JSON (%s)" % (m.where(), lsn, e))
+                    continue
+                if parsed != change:
+                    self.problems.append("%s LSN %d: value %r differs from the changefeed's %r"
+                                         % (m.where(), lsn, parsed, change))
+                elif m.value != raw:
+                    self.problems.append("%s LSN %d: value equal as JSON but not byte-equal to "
+                                         "the /v1/changefeed envelope:\n  kafka %r\n  feed  %r"
+                                         % (m.where(), lsn, m.value[:300], raw[:300]))
+        # Per key: one Kafka partition, LSNs strictly increasing in offset order.
+        per_key = collections.defaultdict(list)
+        for m in messages:
+            if m.value is not None and m.lsn is not None:
+                per_key[(m.topic, m.key)].append(m)
+        for key, ms in per_key.items():
+            partitions = sorted({m.partition for m in ms})
+            if len(partitions) > 1:
+                self.split_keys.append("%s key %r is in partitions %r" % (key[0], key[1], partitions))
+            for p in partitions:
+                in_p = [m for m in ms if m.partition == p]
+                for a, b in zip(in_p, in_p[1:]):
+                    if not b.lsn > a.lsn:
+                        self.order_problems.append("%s key %r: LSN %d at offset %d after LSN %d at "
+                                                   "offset %d" % (key[0], key[1], b.lsn, b.offset,
+                                                                  a.lsn, a.offset))
+        self.duplicates = {lsn: ms for lsn, ms in self.by_lsn.items() if len(ms) > 1}
+        self.duplicate_count = sum(len(ms) - 1 for ms in self.duplicates.values())
+        self.missing = sorted(lsn for lsn in feed if lsn not in self.by_lsn)
+        # Offsets below a partition's low watermark are gone from the broker.
+        self.truncated = {tp: low for tp, low in (low_watermarks or {}).items() if low > 0}
+
+    def summary(self):
+        return ("%d changes in the feed, %d LSNs in Kafka, %d missing, %d duplicates (%d LSNs), "
+                "%d tombstones, %d bad records, %d order violations, %d keys split"
+                % (len(self.feed), len(self.by_lsn), len(self.missing), self.duplicate_count,
+                   len(self.duplicates), len(self.tombstones), len(self.problems),
+                   len(self.order_problems), len(self.split_keys)))
+
+    def assert_exactly_once(self, tc, what="", allow_duplicates=False):
+        s = self.summary()
+        tc.assertEqual(self.truncated, {}, "%s: the broker dropped the head of partitions "
+                       "(low watermarks > 0), the check would be incomplete; %s" % (what, s))
+        tc.assertEqual(self.problems[:10], [], "%s: bad records; %s" % (what, s))
+        tc.assertEqual(self.missing[:50], [], "%s: changes of the feed missing from Kafka "
+                       "(first 50 LSNs); %s" % (what, s))
+        tc.assertEqual(self.split_keys[:10], [], "%s: a key spread over partitions; %s" % (what, s))
+        tc.assertEqual(self.order_problems[:10], [], "%s: LSNs not increasing per key; %s"
+                       % (what, s))
+        if not allow_duplicates:
+            dups = {lsn: [m.where() for m in ms] for lsn, ms in sorted(self.duplicates.items())[:20]}
+            tc.assertEqual(dups, {}, "%s: LSNs delivered more than once; %s" % (what, s))
+
+
+# ------------------------------------------------------------------ workload
+
+class Workload:
+    """Mixed writes over HTTP; remembers what each acknowledged write did."""
+
+    TYPE = "kafkatest"  # no derived-view processor picks these items up
+
+    def __init__(self, tc, client, rng):
+        self.tc = tc
+        self.c = client
+        self.rng = rng
+        self.items = {}          # (container, pk, id) -> body (without system props)
+        self.counter = 0
+        self.expected = {}       # lsn -> (op, container, pk, id)
+        self.kinds = collections.Counter()
+        self.pks = {
+            "users": ["u%d" % i for i in range(6)] + ["ü-用户-7", "user with space"],
+            "posts": ["p%d" % i for i in range(8)] + ["пост-9", "p/slash?"],
+        }
+        self.field = {"users": "userId", "posts": "postId"}
+
+    def lsn(self, resp, what):
+        return self.tc.assertLsnHeader(resp, what)
+
+    def body(self, container, pk, item_id):
+        self.counter += 1
+        return {"id": item_id, self.field[container]: pk, "type": self.TYPE,
+                "n": self.counter, "text": "x" * self.rng.randrange(0, 200),
+                "tags": ["t%d" % self.rng.randrange(5)]}
+
+    def new_id(self):
+        self.counter += 1
+        return "i%d" % self.counter
+
+    def existing(self, container=None, pk=None):
+        keys = [k for k in self.items if (container is None or k[0] == container)
+                and (pk is None or k[1] == pk)]
+        return self.rng.choice(keys) if keys else None
+
+    def op_create(self):
+        container = self.rng.choice(("users", "posts"))
+        pk = self.rng.choice(self.pks[container])
+        key = (container, pk, self.new_id())
+        body = self.body(*key)
+        resp = self.c.create(container, body)
+        self.tc.assertStatus(resp, 201, "create %r" % (key,))
+        self.expected[self.lsn(resp, "create")] = ("create",) + key
+        self.items[key] = body
+        self.kinds["create"] += 1
+
+    def op_upsert_new(self):
+        container = self.rng.choice(("users", "posts"))
+        pk = self.rng.choice(self.pks[container])
+        key = (container, pk, self.new_id())
+        body = self.body(*key)
+        resp = self.c.upsert(*key, body)
+        self.tc.assertStatus(resp, 201, "upsert (create) %r" % (key,))
+        self.expected[self.lsn(resp, "upsert")] = ("create",) + key
+        self.items[key] = body
+        self.kinds["upsert-create"] += 1
+
+    def op_upsert_replace(self):
+        key = self.existing()
+        if key is None:
+            return self.op_create()
+        body = self.body(*key)
+        resp = self.c.upsert(*key, body)
+        self.tc.assertStatus(resp, 200, "upsert (replace) %r" % (key,))
+        self.expected[self.lsn(resp, "upsert")] = ("replace",) + key
+        self.items[key] = body
+        self.kinds["upsert-replace"] += 1
+
+    def op_patch(self):
+        key = self.existing()
+        if key is None:
+            return self.op_create()
+        ops = [{"op": "incr", "path": "/n", "value": 1},
+               {"op": "set", "path": "/patched", "value": self.rng.randrange(1000)}]
+        resp = self.c.patch(*key, ops)
+        self.tc.assertStatus(resp, 200, "patch %r" % (key,))
+        self.expected[self.lsn(resp, "patch")] = ("replace",) + key
+        self.items[key] = {k: v for k, v in resp[2].items() if not k.startswith("_")}
+        self.kinds["patch"] += 1
+
+    def op_delete(self):
+        key = self.existing()
+        if key is None:
+            return self.op_create()
+        resp = self.c.delete(*key)
+        self.tc.assertStatus(resp, 204, "delete %r" % (key,))
+        self.expected[self.lsn(resp, "delete")] = ("delete",) + key
+        del self.items[key]
+        self.kinds["delete"] += 1
+
+    def op_batch(self):
+        container = self.rng.choice(("users", "posts"))
+        pk = self.rng.choice(self.pks[container])
+        ops, effects = [], []
+        for _ in range(2):
+            key = (container, pk, self.new_id())
+            body = self.body(*key)
+            ops.append({"op": "create", "body": body})
+            effects.append(("create", key, body))
+        ex = [k for k in self.items if k[0] == container and k[1] == pk]
+        self.rng.shuffle(ex)
+        if ex:
+            key = ex.pop()
+            body = self.body(*key)
+            ops.append({"op": "upsert", "body": body})
+            effects.append(("replace", key, body))
+        if ex:
+            key = ex.pop()
+            ops.append({"op": "patch", "id": key[2],
+                        "operations": [{"op": "incr", "path": "/n", "value": 5}]})
+            effects.append(("replace", key, None))
+        if ex:
+            key = ex.pop()
+            ops.append({"op": "delete", "id": key[2]})
+            effects.append(("delete", key, None))
+        resp = self.c.batch(container, pk, ops)
+        self.tc.assertStatus(resp, 200, "batch on %s/%s" % (container, pk))
+        last = self.lsn(resp, "batch")
+        results = resp[2]["results"]
+        self.tc.assertEqual(len(results), len(ops))
+        first = last - len(ops) + 1
+        for i, (op, key, body) in enumerate(effects):
+            self.expected[first + i] = (op,) + key
+            if op == "delete":
+                del self.items[key]
+            elif body is not None:
+                self.items[key] = body
+            else:
+                self.items[key] = {k: v for k, v in results[i]["item"].items()
+                                   if not k.startswith("_")}
+        self.kinds["batch"] += 1
+
+    def run(self, n):
+        ops = [self.op_create, self.op_upsert_new, self.op_upsert_replace, self.op_patch,
+               self.op_delete, self.op_batch]
+        weights = [3, 2, 3, 3, 2, 1]
+        for _ in range(n):
+            self.rng.choices(ops, weights)[0]()
+
+
+# --------------------------------------------------------------------- tests
+
+def kafka_info_ok(tc, info, bootstrap, what):
+    k = info.get("kafka") or {}
+    tc.assertEqual(k.get("bootstrapServers"), bootstrap, "%s: %r" % (what, info))
+    tc.assertEqual(k.get("lagChanges"), 0, "%s: %r" % (what, info))
+    tc.assertEqual(k.get("deliveryErrors"), 0, "%s: %r" % (what, info))
+    tc.assertEqual(k.get("state"), "running", "%s: %r" % (what, info))
+    tc.assertEqual(k.get("topics"), {"users": "feedd.users", "posts": "feedd.posts",
+                                     "feed": "feedd.feed"}, "%s: %r" % (what, info))
+
+
+class KafkaNativeTest(FeeddTestCase):
+    """One daemon (embedded broker, native envelope) for the mixed workload."""
+
+    daemon = None
+    state = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        cls.daemon = FeeddDaemon(name="feedd-kafka")
+        cls.daemon.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.daemon is not None:
+            try:
+                cls.daemon.stop()
+            finally:
+                cls.daemon.cleanup()
+
+    def workload(self):
+        """Runs the mixed workload once per class, consumes everything; cached."""
+        cls = type(self)
+        if cls.state is not None:
+            return cls.state
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready.get("kafka")
+        self.assertIsInstance(bootstrap, str, "ready file: %r" % self.daemon.ready)
+        info = c.feed_info()
+        self.assertEqual(info["kafka"].get("embedded"), True, info)
+        self.assertEqual(info["kafka"].get("bootstrapServers"), bootstrap, info)
+        w = Workload(self, c, random.Random(self.seed))
+        w.run(300)
+        info = wait_published(self, c, what="mixed workload")
+        kafka_info_ok(self, info, bootstrap, "after the mixed workload")
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap)
+        cls.state = (w, info, changes, messages, lows, bootstrap)
+        return cls.state
+
+    def test_every_change_exactly_once(self):
+        w, info, changes, messages, lows, _ = self.workload()
+        head = info["headLsn"]
+        sys.stderr.write("\n  workload: %s; head LSN %d; %d Kafka records\n"
+                         % (dict(w.kinds), head, len(messages)))
+        # The change feed itself is the reference: it must hold every
+        # acknowledged write, as it was acknowledged.
+        self.assertEqual([c["lsn"] for c, _ in changes], list(range(1, head + 1)),
+                         "the change feed is not LSNs 1..head")
+        by_lsn = {c["lsn"]: c for c, _ in changes}
+        for lsn, (op, container, pk, item_id) in sorted(w.expected.items()):
+            c = by_lsn.get(lsn)
+            self.assertIsNotNone(c, "acknowledged LSN %d missing from the feed" % lsn)
+            self.assertEqual((c["op"], c["container"], c["partitionKey"], c["id"]),
+                             (op, container, pk, item_id), "change at LSN %d" % lsn)
+        ops = collections.Counter((c["container"], c["op"]) for c, _ in changes)
+        for container in ("users", "posts"):
+            for op in ("create", "replace", "delete"):
+                self.assertGreater(ops[(container, op)], 0,
+                                   "the workload made no %s in %s: %r" % (op, container, ops))
+        self.assertTrue(any(not c["partitionKey"].isascii() for c, _ in changes))
+
+        a = Analysis(messages, changes, lows)
+        sys.stderr.write("  kafka vs feed: %s\n" % a.summary())
+        a.assert_exactly_once(self, "mixed workload")
+        self.assertEqual(a.tombstones, [], "tombstones without kafka.tombstones=true")
+        self.assertEqual(len(messages), head, "one record per change")
+        self.assertEqual(info["kafka"]["delivered"], head, info)
+
+    def test_kcat_reads_the_same_posts(self):
+        _, _, _, messages, _, bootstrap = self.workload()
+        kcat = shutil.which("kcat") or shutil.which("kafkacat")
+        if kcat is None:
+            self.skipTest("kcat not installed")
+        cmd = [kcat, "-b", bootstrap, "-t", "feedd.posts", "-C", "-e", "-q",
+               "-f", "%p %o %h\\n"]
+        proc = subprocess.run(cmd, capture_output=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, "%s: %r" % (cmd, proc.stderr[-2000:]))
+        lines = [l for l in proc.stdout.decode("utf-8").splitlines() if l]
+        got = []
+        for line in lines:
+            p, o, headers = line.split(" ", 2)
+            lsn = dict(h.split("=", 1) for h in headers.split(",")).get("feedd-lsn")
+            got.append((int(p), int(o), lsn))
+        expected = [(m.partition, m.offset, m.headers["feedd-lsn"].decode())
+                    for m in messages if m.topic == "feedd.posts"]
+        sys.stderr.write("\n  kcat read %d messages of feedd.posts (python3-kafka: %d)\n"
+                         % (len(got), len(expected)))
+        self.assertGreater(len(expected), 0)
+        self.assertEqual(len(got), len(expected), "kcat and python3-kafka disagree on the count")
+        self.assertEqual(sorted(got), sorted(expected))
+
+
+class KafkaDebeziumTest(FeeddTestCase):
+    INSTANCE = "it-kafka-dbz"
+
+    def setUp(self):
+        self.daemon = FeeddDaemon(name="feedd-dbz", extra_args=[
+            "--kafka.envelope=debezium", "--kafka.tombstones=true",
+            "--instance.name=%s" % self.INSTANCE])
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def test_debezium_envelope_and_tombstone(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        pk, item_id = "dbz-ключ", "d1"
+        v1 = {"id": item_id, "postId": pk, "type": "kafkatest", "title": "one", "n": 1}
+        v2 = {"id": item_id, "postId": pk, "type": "kafkatest", "title": "two", "n": 2}
+        lsns = []
+        r = c.create("posts", v1)
+        self.assertStatus(r, 201, "create")
+        lsns.append(self.assertLsnHeader(r))
+        r = c.upsert("posts", pk, item_id, v2)
+        self.assertStatus(r, 200, "replace")
+        lsns.append(self.assertLsnHeader(r))
+        r = c.delete("posts", pk, item_id)
+        self.assertStatus(r, 204, "delete")
+        lsns.append(self.assertLsnHeader(r))
+        # Something after the tombstone on the same key proves its position.
+        r = c.create("posts", {"id": "d2", "postId": pk, "type": "kafkatest"})
+        self.assertStatus(r, 201, "create after delete")
+        lsns.append(self.assertLsnHeader(r))
+        info = wait_published(self, c, what="debezium")
+        kafka_info_ok(self, info, bootstrap, "debezium")
+        feed = {ch["lsn"]: ch for ch, _ in changes_with_raw(c, "posts")}
+        messages, _ = consume_all(bootstrap, topics=("feedd.posts",))
+        mine = [m for m in messages if m.key == pk.encode("utf-8")]
+        self.assertEqual(len(mine), 5, "create, update, delete, tombstone, create: %r" % mine)
+        self.assertEqual(len({m.partition for m in mine}), 1, mine)
+        mine.sort(key=lambda m: m.offset)
+        expect_ops = ["c", "u", "d", None, "c"]
+        change_lsns = [lsns[0], lsns[1], lsns[2], lsns[2], lsns[3]]
+        for m, op, lsn in zip(mine, expect_ops, change_lsns):
+            change = feed[lsn]
+            what = "LSN %d (%s)" % (lsn, op or "tombstone")
+            self.assertEqual(m.headers.get("feedd-lsn"), str(lsn).encode(), what)
+            self.assertEqual(m.headers.get("feedd-op"), change["op"].encode(), what)
+            self.assertEqual(m.headers.get("feedd-container"), b"posts", what)
+            self.assertEqual(m.headers.get("feedd-id"), change["id"].encode(), what)
+            if op is None:
+                self.assertIsNone(m.value, "%s: a tombstone has a null value" % what)
+                continue
+            self.assertIsNotNone(m.value, what)
+            v = json.loads(m.value.decode("utf-8"))
+            for field in ("before", "after", "op", "ts_ms", "source"):
+                self.assertIn(field, v, "%s: %r" % (what, v))
+            self.assertEqual(v["op"], op, what)
+            self.assertEqual(v["before"], change["before"], what)
+            self.assertEqual(v["after"], change["after"], what)
+            self.assertEqual(v["ts_ms"], change["ts"], what)
+            self.assertIsInstance(v["ts_ms"], int, what)
+            src = v["source"]
+            self.assertEqual(src.get("connector"), "feedd", what)
+            self.assertEqual(src.get("name"), self.INSTANCE, what)
+            self.assertEqual(src.get("container"), "posts", what)
+            self.assertEqual(src.get("lsn"), lsn, what)
+            self.assertEqual(src.get("partitionKey"), pk, what)
+            self.assertEqual(src.get("id"), change["id"], what)
+            self.assertNotIn("afterOmitted", src, what)
+            self.assertNotIn("beforeOmitted", src, what)
+        # The images themselves, independently of the change feed.
+        first, update, delete = (json.loads(m.value) for m in mine[:3])
+        self.assertIsNone(first["before"])
+        self.assertEqual({k: x for k, x in first["after"].items() if not k.startswith("_")}, v1)
+        self.assertEqual({k: x for k, x in update["before"].items() if not k.startswith("_")}, v1)
+        self.assertEqual({k: x for k, x in update["after"].items() if not k.startswith("_")}, v2)
+        self.assertEqual({k: x for k, x in delete["before"].items() if not k.startswith("_")}, v2)
+        self.assertIsNone(delete["after"])
+
+
+class KafkaLargeItemTest(FeeddTestCase):
+    def setUp(self):
+        self.daemon = FeeddDaemon(name="feedd-large")
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def test_large_item_sent_as_reference_and_feed_moves_on(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        pk = "big-p"
+        size = int(1.9 * 1024 * 1024)
+
+        def big(n):
+            blob = os.urandom(size // 2).hex()  # random hex: lz4 gains < 2x
+            body = {"id": "big", "postId": pk, "type": "kafkatest", "n": n, "blob": blob}
+            self.assertLess(len(json.dumps(body, separators=(",", ":"))), 2 * 1024 * 1024)
+            return body
+
+        b1, b2 = big(1), big(2)
+        r1 = c.create("posts", b1)
+        self.assertStatus(r1, 201, "create 1.9 MiB")
+        r2 = c.upsert("posts", pk, "big", b2)
+        self.assertStatus(r2, 200, "replace 1.9 MiB")
+        r3 = c.upsert("posts", pk, "small", {"id": "small", "postId": pk, "type": "kafkatest"})
+        self.assertStatus(r3, 201, "small change after")
+        lsns = [self.assertLsnHeader(r) for r in (r1, r2, r3)]
+        info = wait_published(self, c, what="large item")
+        kafka_info_ok(self, info, bootstrap, "large item")
+        feed = {ch["lsn"]: ch for ch, _ in changes_with_raw(c)}
+        messages, _ = consume_all(bootstrap, topics=("feedd.posts",))
+        mine = sorted((m for m in messages if m.key == pk.encode()), key=lambda m: m.offset)
+        self.assertEqual([m.lsn for m in mine], lsns, "each change once, in order: %r" % mine)
+        shrunk = 0
+        for m, lsn, op, body in zip(mine[:2], lsns, ("create", "replace"), (b1, b2)):
+            v = json.loads(m.value)
+            ch = feed[lsn]
+            what = "LSN %d (%s, %d bytes in Kafka)" % (lsn, op, len(m.value))
+            for field in ("lsn", "op", "container", "partitionKey", "id", "ts"):
+                self.assertEqual(v.get(field), ch[field], "%s: %s" % (what, field))
+            self.assertEqual(v["op"], op, what)
+            self.assertIsNone(v.get("after", "absent"), "%s: after must be null" % what)
+            self.assertIs(v.get("afterOmitted"), True, what)
+            self.assertIsNone(v.get("before", "absent"), "%s: before must be null" % what)
+            self.assertIs(v.get("beforeOmitted"), True, what)
+            self.assertLess(len(m.value), 900 * 1024, what)
+            self.assertEqual(m.headers.get("feedd-op"), op.encode(), what)
+            shrunk += 1
+            # The full record stays readable by LSN (docs/kafka.md).
+            status, _, page = c.changefeed(None, lsn, limit=1)
+            self.assertEqual(status, 200)
+            full = page["changes"][0]
+            self.assertEqual(full["lsn"], lsn)
+            self.assertEqual({k: x for k, x in full["after"].items() if not k.startswith("_")}, body)
+        small = json.loads(mine[2].value)
+        self.assertEqual(small, feed[lsns[2]], "the change after the large ones, in full")
+        k = c.feed_info()["kafka"]
+        sys.stderr.write("\n  envelopesShrunk=%r, Kafka value sizes %r\n"
+                         % (k.get("envelopesShrunk"), [len(m.value) for m in mine]))
+        self.assertGreaterEqual(k.get("envelopesShrunk"), 1)
+        self.assertEqual(k.get("envelopesShrunk"), shrunk, "each shrunk envelope is counted once")
+
+
+if __name__ == "__main__":
+    unittest.main()
