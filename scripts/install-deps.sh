@@ -10,7 +10,7 @@ PACKAGES=(
   librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev
   libgtest-dev libgmock-dev
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
-  python3 python3-kafka python3-lz4 kcat wrk nginx-light
+  python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
 )
 
 missing=()
