@@ -1,0 +1,775 @@
+// ProcessorInstance on a real DocumentStore with the local change feed as
+// its source: a test-only kind ("test_mirror", whose Apply fails on demand)
+// and the scenario's kinds.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_view_context.h"
+#include "processors/processor_instance.h"
+#include "processors/processor_kind.h"
+#include "processors/processor_manager.h"
+#include "processors/store_view_context.h"
+#include "storage/document_store.h"
+#include "storage/prepared_item.h"
+
+namespace feedd::proctest {
+namespace {
+
+using boost::json::object;
+using namespace std::chrono_literals;
+
+constexpr auto kTimeout = 30s;
+
+// ---------------------------------------------------------------- the test kind
+
+// Knobs and records of every "test_mirror" instance (tests run one at a time).
+struct MirrorLog {
+  struct Entry {
+    std::string tag, key, id;
+    Lsn lsn;
+  };
+  std::mutex mutex;
+  std::condition_variable released;
+  std::set<std::string> failing;        // ids whose Apply fails
+  std::set<std::string> blocking;       // ids whose Apply waits until Release()
+  std::set<std::string> entered;        // blocking ids whose Apply has started
+  std::map<std::string, int> attempts;  // Apply calls by id
+  std::vector<Entry> applied;           // successful Apply calls, in order
+
+  void Reset() {
+    std::lock_guard<std::mutex> lock(mutex);
+    failing.clear();
+    attempts.clear();
+    applied.clear();
+    blocking.clear();
+    entered.clear();
+    released.notify_all();
+  }
+  void Block(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    blocking.insert(id);
+  }
+  void Release(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    blocking.erase(id);
+    released.notify_all();
+  }
+  bool Entered(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return entered.count(id) != 0;
+  }
+  void SetFailing(std::set<std::string> ids) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failing = std::move(ids);
+  }
+  int Attempts(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return attempts.count(id) ? attempts[id] : 0;
+  }
+  std::vector<Entry> Applied() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return applied;
+  }
+};
+
+MirrorLog& Log() {
+  static MirrorLog log;
+  return log;
+}
+
+// Mirrors every item of `source_container` into `target_container` as
+// {id, pk: <source partition key>, value, _sourceLsn}; ordering key = the
+// source's partition key. Settings: source_container, target_container, tag.
+class MirrorKind : public ProcessorKind {
+ public:
+  std::string source, target, tag;
+
+  std::vector<std::string> SourceContainers() const override { return {source}; }
+  std::vector<std::string> TargetContainers() const override { return {target}; }
+  std::string OrderingKey(const Change& c) const override { return c.partition_key; }
+
+  Status Apply(const Change& c, ViewContext& ctx) const override {
+    {
+      MirrorLog& log = Log();
+      std::unique_lock<std::mutex> lock(log.mutex);
+      ++log.attempts[c.id];
+      if (log.blocking.count(c.id) != 0) {
+        log.entered.insert(c.id);
+        // Bounded, so a failing test cannot hang; Reset() releases too.
+        log.released.wait_for(lock, std::chrono::seconds(60),
+                              [&] { return log.blocking.count(c.id) == 0; });
+      }
+      if (log.failing.count(c.id) != 0) {
+        return Status(ErrorCode::kStorageError, "injected failure for " + c.id);
+      }
+    }
+    auto item = ctx.Read(c.container, c.partition_key, c.id);
+    if (!item.ok()) return item.status();
+    Status s = *item ? ctx.Upsert(target, MirrorOf(**item, c.partition_key))
+                     : ctx.Delete(target, c.partition_key, c.id);
+    if (!s.ok()) return s;
+    std::lock_guard<std::mutex> lock(Log().mutex);
+    Log().applied.push_back({tag, c.partition_key, c.id, c.lsn});
+    return Status::Ok();
+  }
+
+  Status Rebuild(ViewContext& ctx) const override {
+    auto mirrors = QueryAll(ctx, target, QuerySpec());
+    if (!mirrors.ok()) return mirrors.status();
+    for (const auto& m : *mirrors) {
+      if (Status s = ctx.Delete(target, S(m, "pk"), S(m, "id")); !s.ok()) return s;
+    }
+    if (Status s = ctx.Flush(); !s.ok()) return s;
+    auto items = QueryAll(ctx, source, QuerySpec());
+    if (!items.ok()) return items.status();
+    const ContainerSpec* spec = ctx.Container(source);
+    for (const auto& item : *items) {
+      const boost::json::value* pk = Ptr(spec->partition_key_path).Find(item);
+      if (pk == nullptr || !pk->is_string()) continue;
+      Status s = ctx.Upsert(target, MirrorOf(item, std::string(pk->get_string())));
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const override {
+    return Status::Ok();  // the tests compare the containers themselves
+  }
+
+  static object MirrorOf(const object& item, const std::string& pk) {
+    const auto* value = item.if_contains("value");
+    return object{{"id", item.at("id")},
+                  {"pk", pk},
+                  {"value", value ? *value : boost::json::value(nullptr)},
+                  {"_sourceLsn", item.at("_lsn")}};
+  }
+};
+
+Result<std::unique_ptr<ProcessorKind>> MakeMirror(const ProcessorSettings& s,
+                                                  const std::vector<ContainerSpec>& containers) {
+  auto kind = std::make_unique<MirrorKind>();
+  kind->source = s.Optional("source_container", "posts");
+  kind->target = s.Optional("target_container", "mirror");
+  kind->tag = s.Optional("tag", "");
+  return std::unique_ptr<ProcessorKind>(std::move(kind));
+}
+
+FEEDD_REGISTER_PROCESSOR_KIND("test_mirror", MakeMirror);
+
+// ---------------------------------------------------------------- fixture
+
+::testing::AssertionResult IsOk(const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "expected ok, got " << s.ToString();
+}
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "\n  " + l;
+  return out;
+}
+
+// Polls `pred` until it holds or the deadline passes.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds timeout = kTimeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+// True once `instance` has applied every change <= lsn (via OnApplied).
+bool WaitApplied(ProcessorInstance& instance, Lsn lsn,
+                 std::chrono::milliseconds timeout = kTimeout) {
+  auto reached = std::make_shared<std::promise<void>>();
+  std::future<void> done = reached->get_future();
+  uint64_t token = instance.OnApplied(lsn, [reached] { reached->set_value(); });
+  if (done.wait_for(timeout) == std::future_status::ready) return true;
+  instance.CancelApplied(token);
+  return false;
+}
+
+ProcessorSettings ScenarioSettings(const std::string& name,
+                                   const std::map<std::string, std::string>& overrides = {}) {
+  ProcessorSettings s;
+  s.name = name;
+  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+    if (key.rfind(name + ".", 0) != 0) continue;
+    std::string k = key.substr(name.size() + 1);
+    if (k != "kind") s.values[k] = value;
+  }
+  for (const auto& [k, v] : overrides) s.values[k] = v;
+  return s;
+}
+
+std::string Text(size_t code_points) {
+  static const char* const kCodePoints[] = {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
+  std::string text;
+  for (size_t i = 0; i < code_points; ++i) text += kCodePoints[(i + 3) % 4];
+  return text;
+}
+
+std::string Date(int n) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "2024-01-01T%02d:%02d:%02dZ", n / 3600, (n / 60) % 60, n % 60);
+  return buf;
+}
+
+object User(const std::string& id, const std::string& username) {
+  return object{{"id", id}, {"userId", id}, {"type", "user"}, {"username", username}};
+}
+
+object Post(const std::string& id, const std::string& user, int date, size_t content_chars = 10,
+            const std::string& title = "t") {
+  return object{{"id", id},
+                {"type", "post"},
+                {"postId", id},
+                {"userId", user},
+                {"title", title},
+                {"content", Text(content_chars)},
+                {"creationDate", Date(date)},
+                {"commentCount", 0},
+                {"likeCount", 0}};
+}
+
+// An item of `posts` that only the mirror cares about.
+object Note(const std::string& key, const std::string& id, const std::string& value) {
+  return object{{"id", id}, {"postId", key}, {"type", "note"}, {"value", value}};
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Log().Reset();
+    char pattern[] = "/tmp/feedd-proc-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    OpenStore();
+  }
+
+  void TearDown() override {
+    Log().Reset();  // releases blocked applies
+    StopAll();
+    CloseStore();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void OpenStore() {
+    StoreOptions options;
+    options.data_dir = dir_;
+    options.sync = false;
+    options.containers = DefaultContainers();
+    options.containers.push_back({"mirror", "/pk", {}});
+    auto store = DocumentStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+  }
+
+  void CloseStore() {
+    if (store_) store_->Close();
+    store_.reset();
+  }
+
+  void StopAll() {
+    for (auto& i : instances_) i->Stop();
+    instances_.clear();
+  }
+
+  // A started instance with the local feed as source.
+  ProcessorInstance* Start(const std::string& name, const std::string& kind,
+                           const ProcessorSettings& settings, size_t parallelism = 2,
+                           int max_attempts = 3) {
+    ProcessorConfig config;
+    config.name = name;
+    config.kind = kind;
+    config.source = ProcessorSource::kLocal;
+    config.parallelism = parallelism;
+    config.max_attempts = max_attempts;
+    config.retry_backoff = 1ms;
+    config.settings = settings;
+    config.settings.name = name;
+    auto made = ProcessorRegistry::Create(kind, config.settings, store_->containers());
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    if (!made.ok()) return nullptr;
+    instances_.push_back(std::make_unique<ProcessorInstance>(store_.get(), std::move(config),
+                                                             std::move(*made), std::nullopt));
+    Status s = instances_.back()->Start();
+    EXPECT_TRUE(IsOk(s)) << "starting " << name;
+    return s.ok() ? instances_.back().get() : nullptr;
+  }
+
+  ProcessorInstance* StartMirror(const std::string& tag, size_t parallelism = 2,
+                                 int max_attempts = 3) {
+    ProcessorSettings s;
+    s.values = {{"source_container", "posts"}, {"target_container", "mirror"}, {"tag", tag}};
+    return Start("mirror", "test_mirror", s, parallelism, max_attempts);
+  }
+
+  ProcessorInstance* StartScenario(const std::string& name,
+                                   const std::map<std::string, std::string>& overrides = {}) {
+    return Start(name, ProcessorManager::DefaultSettings().at(name + ".kind"),
+                 ScenarioSettings(name, overrides));
+  }
+
+  // Every instance has applied everything up to the head, and the head
+  // stopped moving (their own writes are applied too).
+  bool Quiescent(const std::vector<ProcessorInstance*>& instances) {
+    auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    for (;;) {
+      Lsn head = store_->HeadLsn();
+      for (auto* i : instances) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0 || !WaitApplied(*i, head, left)) return false;
+      }
+      if (store_->HeadLsn() == head) return true;
+    }
+  }
+
+  Lsn Upsert(const std::string& container, object item) {
+    auto prepared = PrepareItem(*store_->FindContainer(container), std::move(item), std::nullopt,
+                                std::nullopt, 1 << 20);
+    EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+    if (!prepared.ok()) return 0;
+    WriteOp op;
+    op.kind = WriteOpKind::kUpsert;
+    std::string pk = prepared->partition_key;
+    op.item = std::move(*prepared);
+    WriteResult r = store_->Write(WriteRequest{container, pk, {op}});
+    EXPECT_TRUE(IsOk(r.status));
+    return r.last_lsn;
+  }
+
+  // One request of upserts into one partition; the LSN of each.
+  std::vector<Lsn> UpsertBatch(const std::string& container, const std::string& pk,
+                               std::vector<object> items) {
+    WriteRequest request{container, pk, {}};
+    for (auto& item : items) {
+      auto prepared = PrepareItem(*store_->FindContainer(container), std::move(item), pk,
+                                  std::nullopt, 1 << 20);
+      EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+      if (!prepared.ok()) return {};
+      WriteOp op;
+      op.kind = WriteOpKind::kUpsert;
+      op.item = std::move(*prepared);
+      request.ops.push_back(std::move(op));
+    }
+    WriteResult r = store_->Write(std::move(request));
+    EXPECT_TRUE(IsOk(r.status));
+    std::vector<Lsn> lsns;
+    for (const auto& op : r.results) lsns.push_back(op.lsn);
+    return lsns;
+  }
+
+  Lsn Delete(const std::string& container, const std::string& pk, const std::string& id) {
+    WriteOp op;
+    op.kind = WriteOpKind::kDelete;
+    op.id = id;
+    WriteResult r = store_->Write(WriteRequest{container, pk, {op}});
+    EXPECT_TRUE(IsOk(r.status));
+    return r.last_lsn;
+  }
+
+  std::optional<object> Get(const std::string& container, const std::string& pk,
+                            const std::string& id) {
+    std::string json;
+    Status s = store_->Read(container, pk, id, &json);
+    if (!s.ok()) return std::nullopt;
+    return Obj(json);
+  }
+
+  std::vector<object> All(const std::string& container,
+                          std::optional<std::string> pk = std::nullopt) {
+    StoreViewContext ctx(store_.get(), "none", [] { return Lsn(0); });
+    QuerySpec spec;
+    spec.partition_key = std::move(pk);
+    auto items = QueryAll(ctx, container, spec);
+    EXPECT_TRUE(items.ok()) << items.status().ToString();
+    return items.ok() ? *items : std::vector<object>();
+  }
+
+  Lsn Acked(const std::string& consumer) {
+    for (const auto& c : store_->Consumers()) {
+      if (c.name == consumer) return c.acked;
+    }
+    return 0;
+  }
+
+  // The mirror shows exactly the current items of `posts` that have a value.
+  void ExpectMirrorMatchesSources() {
+    std::map<std::string, std::string> expected, actual;
+    for (const auto& item : All("posts")) {
+      if (item.contains("value"))
+        expected[S(item, "postId") + "/" + S(item, "id")] = S(item, "value");
+    }
+    for (const auto& m : All("mirror")) {
+      if (!m.at("value").is_null()) actual[S(m, "pk") + "/" + S(m, "id")] = S(m, "value");
+    }
+    EXPECT_EQ(actual, expected);
+  }
+
+  std::string dir_;
+  std::unique_ptr<DocumentStore> store_;
+  std::vector<std::unique_ptr<ProcessorInstance>> instances_;
+};
+
+// ================================================================ tests
+
+TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/3);
+  ASSERT_NE(mirror, nullptr);
+  // Registered before anything was written: fires once LSN 1 is applied.
+  auto first = std::make_shared<std::promise<void>>();
+  std::future<void> first_applied = first->get_future();
+  mirror->OnApplied(1, [first] { first->set_value(); });
+
+  std::map<Lsn, std::string> source_lsns;  // LSN -> key
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 5; ++k) {
+      for (int i = 0; i < 4; ++i) {
+        std::string key = "k" + std::to_string(k), id = "n" + std::to_string(i);
+        source_lsns[Upsert("posts", Note(key, id, "v" + std::to_string(round)))] = key;
+      }
+    }
+  }
+  source_lsns[Delete("posts", "k1", "n1")] = "k1";
+  source_lsns[Delete("posts", "k3", "n0")] = "k3";
+
+  ASSERT_EQ(first_applied.wait_for(kTimeout), std::future_status::ready);
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
+  ProcessorStatus status = mirror->GetStatus();
+  EXPECT_EQ(status.applied_lsn, store_->HeadLsn());
+  EXPECT_EQ(status.lag_changes, 0u);
+  EXPECT_EQ(status.parked, 0u);
+  EXPECT_EQ(status.errors, 0u);
+  EXPECT_EQ(status.state, "running");
+  ExpectMirrorMatchesSources();
+  EXPECT_FALSE(Get("mirror", "k1", "n1"));
+  EXPECT_TRUE(Get("mirror", "k1", "n2"));
+
+  // Every change was applied, and those of one key in LSN order.
+  std::map<std::string, std::vector<Lsn>> by_key;
+  std::set<Lsn> applied;
+  for (const auto& e : Log().Applied()) {
+    by_key[e.key].push_back(e.lsn);
+    applied.insert(e.lsn);
+  }
+  for (const auto& [lsn, key] : source_lsns) EXPECT_EQ(applied.count(lsn), 1u) << "LSN " << lsn;
+  for (const auto& [key, lsns] : by_key) {
+    EXPECT_TRUE(std::is_sorted(lsns.begin(), lsns.end())) << "key " << key << " out of order";
+  }
+}
+
+TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey) {
+  const int kMaxAttempts = 3;
+  Log().SetFailing({"a2"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/2, kMaxAttempts);
+  ASSERT_NE(mirror, nullptr);
+
+  Lsn a1 = Upsert("posts", Note("A", "a1", "x"));
+  Upsert("posts", Note("B", "b1", "x"));
+  Lsn a2 = Upsert("posts", Note("A", "a2", "x"));
+  Upsert("posts", Note("B", "b2", "x"));
+  Lsn a3 = Upsert("posts", Note("A", "a3", "first"));
+  Upsert("posts", Note("B", "b3", "x"));
+  Lsn a3b = Upsert("posts", Note("A", "a3", "second"));
+  ASSERT_TRUE(a1 < a2 && a2 < a3 && a3 < a3b);
+
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 3; }))
+      << "parked: " << mirror->Parked().size();
+  ASSERT_TRUE(Eventually([&] {
+    return Get("mirror", "A", "a1") && Get("mirror", "B", "b1") && Get("mirror", "B", "b2") &&
+           Get("mirror", "B", "b3");
+  })) << "other changes did not flow";
+  auto parked = mirror->Parked();
+  ASSERT_EQ(parked.size(), 3u);
+  EXPECT_EQ(parked[0].lsn, a2);
+  EXPECT_EQ(parked[0].id, "a2");
+  EXPECT_EQ(parked[0].key, "A");
+  EXPECT_EQ(parked[0].container, "posts");
+  EXPECT_NE(parked[0].error.find("injected failure for a2"), std::string::npos) << parked[0].error;
+  EXPECT_EQ(parked[1].lsn, a3);
+  EXPECT_EQ(parked[2].lsn, a3b);
+  EXPECT_EQ(parked[1].key, "A");
+  EXPECT_EQ(parked[2].key, "A");
+  EXPECT_EQ(Log().Attempts("a2"), kMaxAttempts);
+  EXPECT_EQ(Log().Attempts("a3"), 0) << "a change behind a parked one was attempted";
+  EXPECT_FALSE(Get("mirror", "A", "a2"));
+  EXPECT_FALSE(Get("mirror", "A", "a3"));
+  // The watermark stops right below the parked change.
+  ASSERT_TRUE(Eventually([&] { return mirror->applied() == a2 - 1; }))
+      << "applied " << mirror->applied() << ", parked at " << a2;
+  ProcessorStatus status = mirror->GetStatus();
+  EXPECT_EQ(status.state, "degraded");
+  EXPECT_EQ(status.parked, 3u);
+  EXPECT_GE(status.errors, static_cast<uint64_t>(kMaxAttempts));
+
+  // Other keys keep flowing; later changes of A are parked behind a2.
+  Upsert("posts", Note("B", "b4", "x"));
+  Lsn a5 = Upsert("posts", Note("A", "a5", "x"));
+  Upsert("posts", Note("C", "c1", "x"));
+  EXPECT_TRUE(Eventually([&] { return Get("mirror", "B", "b4") && Get("mirror", "C", "c1"); }));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 4; }));
+  EXPECT_EQ(mirror->Parked().back().lsn, a5);
+  EXPECT_FALSE(Get("mirror", "A", "a5"));
+  EXPECT_EQ(mirror->applied(), a2 - 1);
+
+  // Fixed: the replay applies them in order and the watermark catches up.
+  Log().SetFailing({});
+  size_t before = Log().Applied().size();
+  EXPECT_EQ(mirror->ReplayParked(), 4u);
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
+  EXPECT_TRUE(mirror->Parked().empty());
+  std::vector<Lsn> replayed;
+  auto log = Log().Applied();
+  for (size_t i = before; i < log.size(); ++i) {
+    if (log[i].key == "A") replayed.push_back(log[i].lsn);
+  }
+  EXPECT_EQ(replayed, (std::vector<Lsn>{a2, a3, a3b, a5}));
+  EXPECT_EQ(Log().Attempts("a2"), kMaxAttempts + 1);
+  ASSERT_TRUE(Get("mirror", "A", "a3"));
+  EXPECT_EQ(S(*Get("mirror", "A", "a3"), "value"), "second");
+  ExpectMirrorMatchesSources();
+  status = mirror->GetStatus();
+  EXPECT_EQ(status.state, "running");
+  EXPECT_EQ(status.parked, 0u);
+}
+
+// A change of a parked key that is already queued when ReplayParked() runs
+// must still be applied after the replayed (older) changes of its key.
+TEST_F(RuntimeTest, AReplayKeepsLsnOrderWithChangesQueuedBehindIt) {
+  Log().SetFailing({"a2"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/1, /*max_attempts=*/2);
+  ASSERT_NE(mirror, nullptr);
+  Lsn a1 = Upsert("posts", Note("A", "a1", "x"));
+  Lsn a2 = Upsert("posts", Note("A", "a2", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+
+  // Hold the only worker in the apply of b1, and queue a3 behind it.
+  Log().Block("b1");
+  Upsert("posts", Note("B", "b1", "x"));
+  ASSERT_TRUE(Eventually([&] { return Log().Entered("b1"); }));
+  Lsn a3 = Upsert("posts", Note("A", "a3", "x"));
+  Upsert("posts", Note("C", "c1", "x"));
+  // a2 (parked), b1 (in progress), a3 and c1 received: a3 is queued.
+  ASSERT_TRUE(Eventually([&] { return mirror->GetStatus().pending == 4; }))
+      << "pending " << mirror->GetStatus().pending;
+
+  Log().SetFailing({});
+  EXPECT_EQ(mirror->ReplayParked(), 1u);
+  Log().Release("b1");
+  ASSERT_TRUE(Quiescent({mirror}));
+
+  std::vector<Lsn> order;
+  for (const auto& e : Log().Applied()) {
+    if (e.key == "A") order.push_back(e.lsn);
+  }
+  EXPECT_EQ(order, (std::vector<Lsn>{a1, a2, a3})) << "key A applied out of LSN order";
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
+}
+
+TEST_F(RuntimeTest, ARestartContinuesFromTheRecordedWatermark) {
+  ProcessorInstance* mirror = StartMirror("first");
+  ProcessorInstance* user_posts = StartScenario("user_posts");
+  ASSERT_TRUE(mirror && user_posts);
+  Upsert("users", User("u1", "alice"));
+  Upsert("users", User("u2", "bob"));
+  for (int i = 0; i < 6; ++i) {
+    Upsert("posts", Post("p" + std::to_string(i), i % 2 ? "u1" : "u2", i, 250));
+    Upsert("posts", Note("k" + std::to_string(i % 3), "n" + std::to_string(i), "v1"));
+  }
+  ASSERT_TRUE(Quiescent({mirror, user_posts}));
+  Lsn head_at_stop = store_->HeadLsn();
+  StopAll();
+  EXPECT_EQ(Acked("processor.mirror"), head_at_stop);
+  EXPECT_EQ(Acked("processor.user_posts"), head_at_stop);
+  CloseStore();
+  OpenStore();
+  ASSERT_EQ(Acked("processor.mirror"), head_at_stop);
+
+  // Changes made while no processor runs.
+  std::set<Lsn> while_stopped;
+  while_stopped.insert(Upsert("posts", Post("p1", "u1", 1, 300, "edited")));
+  while_stopped.insert(Delete("posts", "p2", "p2"));
+  while_stopped.insert(Upsert("posts", Post("p9", "u2", 9, 20)));
+  while_stopped.insert(Upsert("posts", Note("k0", "n0", "v2")));
+  while_stopped.insert(Delete("posts", "k1", "n1"));
+
+  mirror = StartMirror("second");
+  user_posts = StartScenario("user_posts");
+  ASSERT_TRUE(mirror && user_posts);
+  EXPECT_GE(mirror->applied(), head_at_stop);
+  // More changes while running.
+  while_stopped.insert(Upsert("posts", Note("k2", "n5", "v3")));
+  ASSERT_TRUE(Quiescent({mirror, user_posts}));
+
+  auto differences = user_posts->Verify(5s);
+  ASSERT_TRUE(differences.ok()) << differences.status().ToString();
+  EXPECT_TRUE(differences->empty()) << Joined(*differences);
+  ASSERT_TRUE(Get("users", "u1", "p1"));
+  EXPECT_EQ(S(*Get("users", "u1", "p1"), "title"), "edited");
+  EXPECT_FALSE(Get("users", "u2", "p2"));
+  EXPECT_TRUE(Get("users", "u2", "p9"));
+  ExpectMirrorMatchesSources();
+
+  // The new instance applied exactly the changes after the watermark, once.
+  std::map<Lsn, int> first, second;
+  for (const auto& e : Log().Applied()) ++(e.tag == "first" ? first : second)[e.lsn];
+  for (const auto& [lsn, n] : second) {
+    EXPECT_GT(lsn, head_at_stop) << "LSN " << lsn << " was applied again after the restart";
+    EXPECT_EQ(n, 1) << "LSN " << lsn;
+  }
+  for (Lsn lsn : while_stopped) EXPECT_EQ(second.count(lsn), 1u) << "LSN " << lsn;
+}
+
+TEST_F(RuntimeTest, AStopWhileBusyLosesNothingAndRepeatsNothingBelowTheWatermark) {
+  ProcessorInstance* mirror = StartMirror("first", /*parallelism=*/4);
+  ASSERT_NE(mirror, nullptr);
+  // 3000 changes in batches of 100, far faster than the processor applies
+  // them (one view commit each), so the stop comes in the middle.
+  std::set<Lsn> sources;
+  for (int batch = 0; batch < 30; ++batch) {
+    std::vector<object> items;
+    for (int i = 0; i < 100; ++i) {
+      items.push_back(Note("k" + std::to_string(batch % 7), "n" + std::to_string(i % 60),
+                           "v" + std::to_string(batch * 100 + i)));
+    }
+    for (Lsn lsn : UpsertBatch("posts", "k" + std::to_string(batch % 7), std::move(items))) {
+      sources.insert(lsn);
+    }
+  }
+  ASSERT_EQ(sources.size(), 3000u);
+  ASSERT_TRUE(WaitApplied(*mirror, 500));
+  StopAll();  // without waiting for the rest
+  Lsn acked = Acked("processor.mirror");
+  EXPECT_GE(acked, 500u);
+  CloseStore();
+  OpenStore();
+  mirror = StartMirror("second", /*parallelism=*/4);
+  ASSERT_NE(mirror, nullptr);
+  ASSERT_TRUE(Quiescent({mirror}));
+  ExpectMirrorMatchesSources();
+
+  std::set<Lsn> first, second;
+  for (const auto& e : Log().Applied()) (e.tag == "first" ? first : second).insert(e.lsn);
+  for (Lsn lsn : second) EXPECT_GT(lsn, acked) << "applied again below the watermark";
+  for (Lsn lsn : sources) {
+    EXPECT_TRUE(first.count(lsn) || second.count(lsn)) << "LSN " << lsn << " never applied";
+    if (lsn <= acked) {
+      EXPECT_TRUE(first.count(lsn)) << "LSN " << lsn << " acked, not applied";
+    }
+  }
+}
+
+TEST_F(RuntimeTest, AStartOnExistingDataDerivesTheViews) {
+  Upsert("users", User("u1", "alice"));
+  Upsert("users", User("u2", "bob"));
+  for (int i = 0; i < 120; ++i) {
+    std::string id = "p" + std::to_string(i);
+    Upsert("posts", Post(id, i % 3 ? "u1" : "u2", (i * 37) % 1000, 150 + i));
+  }
+  Upsert("posts", Note("p1", "c1", "a comment-like item"));
+
+  ProcessorInstance* user_posts = StartScenario("user_posts");
+  ProcessorInstance* feed = StartScenario("feed");
+  ASSERT_TRUE(user_posts && feed);
+  // Start() derived the views before returning.
+  size_t copies = 0;
+  for (const auto& item : All("users")) {
+    if (S(item, "type") != "post") continue;
+    ++copies;
+    auto post = Get("posts", S(item, "id"), S(item, "id"));
+    ASSERT_TRUE(post) << S(item, "id");
+    EXPECT_EQ(S(item, "userId"), S(*post, "userId"));
+    EXPECT_EQ(S(item, "content"),
+              Text(std::min<size_t>(200, CodePoints(S(*post, "content")).value_or(0))));
+    EXPECT_EQ(U(item, "_sourceLsn"), U(*post, "_lsn"));
+  }
+  EXPECT_EQ(copies, 120u);
+  EXPECT_EQ(All("feed", "post").size(), 100u);
+  for (auto* instance : {user_posts, feed}) {
+    auto differences = instance->Verify(5s);
+    ASSERT_TRUE(differences.ok()) << differences.status().ToString();
+    EXPECT_TRUE(differences->empty()) << instance->name() << Joined(*differences);
+  }
+
+  // A damaged view (written around the processor) is reported, and rebuilt.
+  Delete("users", "u1", "p1");
+  ASSERT_TRUE(Quiescent({user_posts, feed}));
+  auto differences = user_posts->Verify(5s);
+  ASSERT_TRUE(differences.ok());
+  EXPECT_FALSE(differences->empty()) << "Verify() missed a deleted copy";
+  ASSERT_TRUE(IsOk(user_posts->Rebuild()));
+  differences = user_posts->Verify(5s);
+  ASSERT_TRUE(differences.ok());
+  EXPECT_TRUE(differences->empty()) << Joined(*differences);
+  EXPECT_TRUE(Get("users", "u1", "p1"));
+
+  // And the instances keep following the feed after the rebuild.
+  Upsert("posts", Post("p500", "u2", 5000));
+  ASSERT_TRUE(Quiescent({user_posts, feed}));
+  EXPECT_TRUE(Get("users", "u2", "p500"));
+  EXPECT_TRUE(Get("feed", "post", "p500"));
+}
+
+TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
+  auto manager =
+      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), std::nullopt);
+  ASSERT_TRUE(manager.ok()) << manager.status().ToString();
+  ASSERT_EQ((*manager)->instances().size(), 3u);
+  ASSERT_TRUE(IsOk((*manager)->Start()));
+  std::vector<ProcessorInstance*> all;
+  for (const auto& i : (*manager)->instances()) all.push_back(i.get());
+
+  Upsert("users", User("u1", "alice"));
+  Upsert("users", User("u2", "bob"));
+  for (int i = 0; i < 8; ++i) {
+    std::string id = "p" + std::to_string(i);
+    Upsert("posts", Post(id, i % 2 ? "u1" : "u2", i, 220));  // no userUsername
+  }
+  object comment{{"id", "c1"},     {"type", "comment"}, {"postId", "p0"},
+                 {"userId", "u1"}, {"content", "hi"},   {"creationDate", Date(100)}};
+  Upsert("posts", comment);
+  object like{{"id", "l1"}, {"type", "like"}, {"postId", "p0"}, {"userId", "u1"}};
+  Upsert("posts", like);
+  Upsert("users", User("u1", "alicia"));
+  ASSERT_TRUE(Quiescent(all));
+
+  EXPECT_EQ(S(*Get("posts", "p0", "c1"), "userUsername"), "alicia");
+  EXPECT_EQ(S(*Get("posts", "p0", "l1"), "userUsername"), "alicia");
+  EXPECT_EQ(S(*Get("posts", "p1", "p1"), "userUsername"), "alicia");
+  EXPECT_EQ(S(*Get("posts", "p0", "p0"), "userUsername"), "bob");
+  ASSERT_TRUE(Get("users", "u1", "p1"));
+  EXPECT_EQ(S(*Get("users", "u1", "p1"), "userUsername"), "alicia") << "stale user_posts copy";
+  ASSERT_TRUE(Get("feed", "post", "p7"));
+  EXPECT_EQ(S(*Get("feed", "post", "p7"), "userUsername"), "alicia") << "stale feed copy";
+  for (auto* instance : all) {
+    auto differences = instance->Verify(5s);
+    ASSERT_TRUE(differences.ok()) << differences.status().ToString();
+    EXPECT_TRUE(differences->empty()) << instance->name() << Joined(*differences);
+  }
+  (*manager)->Stop();
+}
+
+}  // namespace
+}  // namespace feedd::proctest
