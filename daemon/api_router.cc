@@ -77,6 +77,44 @@ Route MatchRoute(const std::vector<std::string>& s) {
   return route;
 }
 
+std::string_view TemplateOf(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kContainers:
+      return "/v1/containers";
+    case RouteKind::kItems:
+      return "/v1/containers/{c}/items";
+    case RouteKind::kItem:
+      return "/v1/containers/{c}/items/{pk}/{id}";
+    case RouteKind::kBatch:
+      return "/v1/containers/{c}/partitions/{pk}/batch";
+    case RouteKind::kQuery:
+      return "/v1/containers/{c}/query";
+    case RouteKind::kChangeFeed:
+      return "/v1/changefeed";
+    case RouteKind::kFeed:
+      return "/v1/feed";
+    case RouteKind::kProcessors:
+      return "/v1/processors";
+    case RouteKind::kProcessor:
+      return "/v1/processors/{name}";
+    case RouteKind::kParked:
+      return "/v1/processors/{name}/parked";
+    case RouteKind::kReplay:
+      return "/v1/processors/{name}/parked/replay";
+    case RouteKind::kRebuild:
+      return "/v1/processors/{name}/rebuild";
+    case RouteKind::kVerify:
+      return "/v1/processors/{name}/verify";
+    case RouteKind::kHealthz:
+      return "/healthz";
+    case RouteKind::kReadyz:
+      return "/readyz";
+    case RouteKind::kNone:
+      break;
+  }
+  return "other";
+}
+
 // The methods a route answers, as the Allow header lists them.
 std::string_view AllowedMethods(RouteKind kind) {
   switch (kind) {
@@ -134,6 +172,13 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
 ApiRouter::~ApiRouter() {
   std::lock_guard<std::mutex> lock(admin_mu_);
   for (auto& t : admin_threads_) t.join();
+}
+
+std::string_view ApiRouter::RouteTemplate(std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  Result<std::vector<std::string>> segments = SplitPath(path);
+  if (!segments.ok()) return "other";
+  return TemplateOf(MatchRoute(*segments).kind);
 }
 
 void ApiRouter::Handle(HttpRequest request, Responder responder) {

@@ -63,6 +63,9 @@ class ApiRouter : public HttpHandler {
   ApiRouter& operator=(const ApiRouter&) = delete;
 
   void Handle(HttpRequest request, Responder responder) override;
+  // The route template of a request target, e.g.
+  // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
+  static std::string_view RouteTemplate(std::string_view target);
   // Answers every parked long poll now; /readyz answers 503 from now on.
   void OnServerStopping() override;
 

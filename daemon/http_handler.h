@@ -68,6 +68,9 @@ class Responder {
 
   // Answers the request. REQUIRES: not sent yet.
   void Send(HttpResponse response);
+  // Hands over the right to answer (to a decorating sink); this Responder is
+  // then empty and its destruction abandons nothing.
+  std::shared_ptr<ResponseSink> Release() { return std::move(sink_); }
 
  private:
   std::shared_ptr<ResponseSink> sink_;

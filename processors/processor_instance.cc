@@ -107,6 +107,8 @@ class ProcessorInstance::Impl {
       s.last_error = last_error_;
     }
     s.parked = parked_count_.load();
+    s.parked_total = parked_total_.load();
+    s.rebuilds = rebuilds_.load();
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
@@ -256,6 +258,7 @@ class ProcessorInstance::Impl {
       return s;
     }
     view_writes_ += ctx.writes_committed();
+    ++rebuilds_;
     applied_.Advance(head);
     persisted_ = std::max(persisted_, head);
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << ctx.writes_committed()
@@ -356,6 +359,10 @@ class ProcessorInstance::Impl {
       if (s.ok()) s = ctx.Commit();
       if (s.ok()) {
         view_writes_ += ctx.writes_committed();
+        if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
+          uint64_t now = Clock::System()->NowMillis();
+          config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
+        }
         return true;
       }
       ++errors_;
@@ -376,6 +383,7 @@ class ProcessorInstance::Impl {
     if (it == parked_.end()) return false;
     it->second.push_back({std::move(change), ""});
     ++parked_count_;
+    ++parked_total_;
     return true;
   }
 
@@ -386,6 +394,7 @@ class ProcessorInstance::Impl {
     std::lock_guard<std::mutex> lock(park_mutex_);
     parked_[key].push_back({std::move(change), error});
     ++parked_count_;
+    ++parked_total_;
   }
 
   // ---- sources ----
@@ -605,6 +614,8 @@ class ProcessorInstance::Impl {
   mutable std::mutex park_mutex_;
   std::map<std::string, std::deque<ParkedEntry>> parked_;
   std::atomic<uint64_t> parked_count_{0};
+  std::atomic<uint64_t> parked_total_{0};
+  std::atomic<uint64_t> rebuilds_{0};
 
   mutable std::mutex status_mutex_;
   std::string state_ = "starting";

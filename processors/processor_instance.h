@@ -54,6 +54,9 @@ struct ProcessorConfig {
   std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
   std::chrono::milliseconds kafka_grace{2000};  // then the audit applies it
   ProcessorSettings settings;                   // the kind's settings
+  // Called after a change's view writes commit, with the seconds since the
+  // change itself was committed (for the commit-to-view histogram).
+  std::function<void(double seconds)> on_view_committed;
 };
 
 struct KafkaConsumerConfig {
@@ -73,13 +76,15 @@ struct ProcessorStatus {
   std::string name, kind, source;
   std::string state;  // starting, running, rebuilding, degraded (parked), stopped
   Lsn applied_lsn = 0;
-  uint64_t lag_changes = 0;  // head LSN - applied LSN
-  uint64_t pending = 0;      // changes received and not yet applied
-  double lag_seconds = 0;    // age of the oldest unapplied change
-  uint64_t applied = 0;      // changes applied (including no-ops)
-  uint64_t view_writes = 0;  // derived items written
-  uint64_t errors = 0;       // failed attempts
-  uint64_t parked = 0;
+  uint64_t lag_changes = 0;        // head LSN - applied LSN
+  uint64_t pending = 0;            // changes received and not yet applied
+  double lag_seconds = 0;          // age of the oldest unapplied change
+  uint64_t applied = 0;            // changes applied (including no-ops)
+  uint64_t view_writes = 0;        // derived items written
+  uint64_t errors = 0;             // failed attempts
+  uint64_t parked = 0;             // parked now
+  uint64_t parked_total = 0;       // ever parked
+  uint64_t rebuilds = 0;           // rebuilds finished
   uint64_t from_durable_feed = 0;  // Kafka source: applied from the local feed by the audit
   std::string last_error;
 };

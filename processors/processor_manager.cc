@@ -122,12 +122,18 @@ Status ProcessorManager::Validate(const std::map<std::string, std::string>& sett
 
 Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     DocumentStore* store, const std::map<std::string, std::string>& settings,
-    std::optional<KafkaConsumerConfig> kafka) {
+    std::optional<KafkaConsumerConfig> kafka,
+    std::function<void(const std::string& processor, double seconds)> on_view_committed) {
   auto parsed = ParseInstances(settings, store->containers(), kafka.has_value());
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   for (auto& p : *parsed) {
     bool uses_kafka = p.config.source == ProcessorSource::kKafka;
+    if (on_view_committed) {
+      p.config.on_view_committed = [on_view_committed, name = p.config.name](double seconds) {
+        on_view_committed(name, seconds);
+      };
+    }
     manager->instances_.push_back(std::make_unique<ProcessorInstance>(
         store, std::move(p.config), std::move(p.kind),
         uses_kafka ? kafka : std::optional<KafkaConsumerConfig>()));

@@ -7,6 +7,7 @@
 // Ownership: owns the instances; borrows the store.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,9 +23,12 @@ class ProcessorManager {
   // Instance keys understood here: kind, source (kafka|local), parallelism,
   // max_attempts, retry_backoff_ms, kafka_grace_ms; the rest go to the kind.
   // `kafka` is nullopt when publishing is off (then every source is local).
+  // `on_view_committed(processor, seconds)`, when set, observes each
+  // instance's commit-to-view latency (ProcessorConfig::on_view_committed).
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings,
-      std::optional<KafkaConsumerConfig> kafka);
+      std::optional<KafkaConsumerConfig> kafka,
+      std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
   // What Create() checks, without a store (for feedd --check-config).
   static Status Validate(const std::map<std::string, std::string>& settings,
                          const std::vector<ContainerSpec>& containers, bool kafka_enabled);

@@ -82,6 +82,7 @@ class CommitPipeline::GroupBuilder {
     WriteResult result;
     batch_.SetSavePoint();
     undo_.clear();
+    request_changes_.clear();
     const Lsn first_lsn = next_lsn_;
     const uint64_t first_feed_bytes = feed_bytes_;
     size_t op_index = 0;
@@ -124,10 +125,15 @@ class CommitPipeline::GroupBuilder {
                  kf::EncodeU64(pending.parts.consumer_acked));
     }
     batch_.PopSavePoint();
+    for (const auto& [container, op] : request_changes_) {
+      ++changes_[container][static_cast<size_t>(op) - 1];
+    }
     return result;
   }
 
   rocksdb::WriteBatch* batch() { return &batch_; }
+  // Changes of the requests added so far, by container index and op.
+  const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.
   uint64_t feed_bytes() const { return feed_bytes_; }
@@ -291,6 +297,7 @@ class CommitPipeline::GroupBuilder {
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
+    request_changes_.emplace_back(&c - db_->containers().data(), change_op);
 
     if (is_delete) {
       batch_.Delete(c.items, key);
@@ -311,13 +318,24 @@ class CommitPipeline::GroupBuilder {
   Lsn next_lsn_;
   const uint64_t ts_ms_;
   uint64_t feed_bytes_ = 0;
+  std::vector<std::pair<size_t, ChangeOp>> request_changes_;  // of the request being added
+  std::map<size_t, std::array<uint64_t, 3>> changes_;         // of the added requests
   rocksdb::WriteBatch batch_;
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
 };
 
 CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn)
-    : db_(db), options_(options), head_(head_lsn) {}
+    : db_(db),
+      options_(options),
+      head_(head_lsn),
+      changes_by_container_(
+          std::make_unique<std::array<std::atomic<uint64_t>, 3>[]>(db->containers().size())) {}
+
+std::array<uint64_t, 3> CommitPipeline::changes_of(size_t container_index) const {
+  const auto& counts = changes_by_container_[container_index];
+  return {counts[0].load(), counts[1].load(), counts[2].load()};
+}
 
 CommitPipeline::~CommitPipeline() { Stop(); }
 
@@ -409,6 +427,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   Status failed = health();
   std::vector<WriteResult> results(group.size());
   if (!failed.ok()) {
+    requests_failed_ += group.size();
     for (size_t i = 0; i < group.size(); ++i) {
       results[i].status = Status(ErrorCode::kUnavailable, failed.message());
       group[i].done(std::move(results[i]));
@@ -424,6 +443,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     results[i] = builder.Add(group[i]);
     if (results[i].status.ok()) ++committed_requests;
   }
+  requests_rejected_ += group.size() - committed_requests;
 
   const Lsn last = builder.next_lsn() - 1;
   if (builder.batch()->Count() > 0) {  // reads alone write nothing
@@ -432,8 +452,16 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     }
     rocksdb::WriteOptions wo;
     wo.sync = options_.sync;
+    auto started = std::chrono::steady_clock::now();
     rocksdb::Status s = db_->db()->Write(wo, builder.batch());
+    if (options_.on_group_commit) {
+      options_.on_group_commit(
+          group.size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
     if (!s.ok()) {
+      requests_rejected_ -= group.size() - committed_requests;
+      requests_failed_ += group.size();
       Status failure = FromRocks(s, ErrorCode::kUnavailable, "write to RocksDB failed");
       FEEDD_LOG(kError, "storage")
           << failure.message() << "; refusing further writes until restart";
@@ -447,6 +475,9 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
         group[i].done(std::move(r));
       }
       return;
+    }
+    for (const auto& [index, counts] : builder.changes()) {
+      for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

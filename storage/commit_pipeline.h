@@ -26,6 +26,7 @@
 
 #include <rocksdb/write_batch.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -65,6 +66,11 @@ class CommitPipeline {
   uint64_t groups_committed() const { return groups_committed_.load(); }
   uint64_t requests_committed() const { return requests_committed_.load(); }
   uint64_t changes_committed() const { return changes_committed_.load(); }
+  uint64_t requests_rejected() const { return requests_rejected_.load(); }
+  uint64_t requests_failed() const { return requests_failed_.load(); }
+  // Committed changes of container i (RocksDatabase::containers() order) by
+  // op: [create, replace, delete].
+  std::array<uint64_t, 3> changes_of(size_t container_index) const;
   // Bytes (key + value) of change records committed since Start().
   uint64_t feed_bytes_appended() const { return feed_bytes_appended_.load(); }
 
@@ -99,6 +105,10 @@ class CommitPipeline {
   std::atomic<uint64_t> requests_committed_{0};
   std::atomic<uint64_t> changes_committed_{0};
   std::atomic<uint64_t> feed_bytes_appended_{0};
+  std::atomic<uint64_t> requests_rejected_{0};
+  std::atomic<uint64_t> requests_failed_{0};
+  // [container index][op - 1]
+  std::unique_ptr<std::array<std::atomic<uint64_t>, 3>[]> changes_by_container_;
 };
 
 }  // namespace feedd

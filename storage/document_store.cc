@@ -132,7 +132,43 @@ class RocksDocumentStore final : public DocumentStore {
     stats.groups_committed = pipeline_.groups_committed();
     stats.requests_committed = pipeline_.requests_committed();
     stats.changes_committed = pipeline_.changes_committed();
+    stats.requests_rejected = pipeline_.requests_rejected();
+    stats.requests_failed = pipeline_.requests_failed();
+    const auto& containers = db_->containers();
+    for (size_t i = 0; i < containers.size(); ++i) {
+      stats.changes_by_container[containers[i].spec.name] = pipeline_.changes_of(i);
+    }
     return stats;
+  }
+
+  std::vector<ContainerUsage> Usage() const override {
+    std::vector<ContainerUsage> usage;
+    for (const auto& c : db_->containers()) {
+      ContainerUsage u;
+      u.container = c.spec.name;
+      db_->db()->GetIntProperty(c.items, "rocksdb.estimate-num-keys", &u.estimated_items);
+      db_->db()->GetIntProperty(c.items, "rocksdb.estimate-live-data-size",
+                                &u.estimated_live_bytes);
+      uint64_t memtable = 0;
+      db_->db()->GetIntProperty(c.items, "rocksdb.cur-size-all-mem-tables", &memtable);
+      u.estimated_live_bytes += memtable;
+      usage.push_back(u);
+    }
+    return usage;
+  }
+
+  RocksDbHealth RocksHealth() const override {
+    RocksDbHealth h;
+    rocksdb::DB* db = db_->db();
+    db->GetAggregatedIntProperty("rocksdb.estimate-pending-compaction-bytes",
+                                 &h.pending_compaction_bytes);
+    db->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &h.memtable_bytes);
+    db->GetIntProperty("rocksdb.background-errors", &h.background_errors);
+    uint64_t stopped = 0;
+    db->GetAggregatedIntProperty("rocksdb.is-write-stopped", &stopped);
+    h.write_stopped = stopped != 0;
+    db->GetIntProperty("rocksdb.actual-delayed-write-rate", &h.delayed_write_rate);
+    return h;
   }
 
   void Close() override {

@@ -23,7 +23,9 @@
 //   the database.
 #pragma once
 
+#include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,8 +50,27 @@ struct StoreStats {
   Lsn head_lsn = 0;
   Lsn oldest_retained_lsn = 1;
   uint64_t groups_committed = 0;
-  uint64_t requests_committed = 0;
+  uint64_t requests_committed = 0;  // applied
+  uint64_t requests_rejected = 0;   // refused by validation or a precondition
+  uint64_t requests_failed = 0;     // RocksDB refused the write, or the store was down
   uint64_t changes_committed = 0;
+  // Committed changes per container, by op (create, replace, delete).
+  std::map<std::string, std::array<uint64_t, 3>> changes_by_container;
+};
+
+// RocksDB's view of one container, sampled for metrics.
+struct ContainerUsage {
+  std::string container;
+  uint64_t estimated_items = 0;
+  uint64_t estimated_live_bytes = 0;
+};
+
+struct RocksDbHealth {
+  uint64_t pending_compaction_bytes = 0;
+  uint64_t memtable_bytes = 0;
+  uint64_t background_errors = 0;
+  bool write_stopped = false;
+  uint64_t delayed_write_rate = 0;  // bytes/s while delaying writes, else 0
 };
 
 class DocumentStore {
@@ -112,6 +133,8 @@ class DocumentStore {
   // OK while the database is open and writable.
   virtual Status Health() const = 0;
   virtual StoreStats Stats() const = 0;
+  virtual std::vector<ContainerUsage> Usage() const = 0;
+  virtual RocksDbHealth RocksHealth() const = 0;
   // Finishes queued writes, stops background threads, closes the database.
   // Later writes fail with `unavailable`. Idempotent.
   virtual void Close() = 0;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct StoreOptions {
   size_t write_buffer_bytes = 64u * 1024 * 1024;
 
   Clock* clock = Clock::System();  // not owned
+
+  // Called on the commit thread after each group commit with the number of
+  // requests in the group and the seconds RocksDB's write (and fsync) took.
+  // For metrics; must be cheap.
+  std::function<void(size_t requests, double seconds)> on_group_commit;
 };
 
 }  // namespace feedd

@@ -1,0 +1,118 @@
+#include "daemon/http_probe.h"
+
+#include <chrono>
+#include <string>
+
+namespace feedd {
+namespace {
+
+std::string MethodName(HttpMethod m) {
+  switch (m) {
+    case HttpMethod::kGet:
+      return "GET";
+    case HttpMethod::kHead:
+      return "HEAD";
+    case HttpMethod::kPost:
+      return "POST";
+    case HttpMethod::kPut:
+      return "PUT";
+    case HttpMethod::kPatch:
+      return "PATCH";
+    case HttpMethod::kDelete:
+      return "DELETE";
+    case HttpMethod::kOptions:
+      return "OPTIONS";
+    case HttpMethod::kOther:
+      return "OTHER";
+  }
+  return "OTHER";
+}
+
+// Latency buckets from 50 µs to 10 s.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
+  return buckets;
+}
+
+// Records the response of one request, then hands it to the connection.
+class MeteredSink : public ResponseSink {
+ public:
+  MeteredSink(std::shared_ptr<ResponseSink> inner, HttpProbe* probe, std::string_view route,
+              HttpMethod method, size_t request_bytes)
+      : inner_(std::move(inner)),
+        probe_(probe),
+        route_(route),
+        method_(method),
+        request_bytes_(request_bytes),
+        started_(std::chrono::steady_clock::now()) {}
+
+  void Deliver(HttpResponse response) override {
+    Record(response.status, response.body.size());
+    inner_->Deliver(std::move(response));
+  }
+
+  void Abandon() override {
+    Record(500, 0);
+    inner_->Abandon();
+  }
+
+ private:
+  void Record(int status, size_t response_bytes) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    probe_->Finished(route_, method_, status, seconds, request_bytes_, response_bytes);
+  }
+
+  std::shared_ptr<ResponseSink> inner_;
+  HttpProbe* const probe_;
+  const std::string_view route_;  // a route template: static storage
+  const HttpMethod method_;
+  const size_t request_bytes_;
+  const std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace
+
+HttpProbe::HttpProbe(prometheus::Registry& registry)
+    : requests_(prometheus::BuildCounter()
+                    .Name("feedd_http_requests_total")
+                    .Help("HTTP requests answered, by route template, method and status")
+                    .Register(registry)),
+      duration_(prometheus::BuildHistogram()
+                    .Name("feedd_http_request_duration_seconds")
+                    .Help("Time from a parsed request to its response, by route and method")
+                    .Register(registry)),
+      in_flight_(prometheus::BuildGauge()
+                     .Name("feedd_http_requests_in_flight")
+                     .Help("HTTP requests received and not yet answered")
+                     .Register(registry)
+                     .Add({})),
+      request_bytes_(prometheus::BuildCounter()
+                         .Name("feedd_http_request_bytes_total")
+                         .Help("HTTP request body bytes, by route template")
+                         .Register(registry)),
+      response_bytes_(prometheus::BuildCounter()
+                          .Name("feedd_http_response_bytes_total")
+                          .Help("HTTP response body bytes, by route template")
+                          .Register(registry)) {}
+
+void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, double seconds,
+                         size_t request_bytes, size_t response_bytes) {
+  in_flight_.Decrement();
+  std::string r(route), m = MethodName(method);
+  requests_.Add({{"route", r}, {"method", m}, {"status", std::to_string(status)}}).Increment();
+  duration_.Add({{"route", r}, {"method", m}}, LatencyBuckets()).Observe(seconds);
+  request_bytes_.Add({{"route", r}}).Increment(static_cast<double>(request_bytes));
+  response_bytes_.Add({{"route", r}}).Increment(static_cast<double>(response_bytes));
+}
+
+void MeteredHandler::Handle(HttpRequest request, Responder responder) {
+  probe_->Started();
+  auto sink = std::make_shared<MeteredSink>(responder.Release(), probe_, route_of_(request.target),
+                                            request.method, request.body.size());
+  inner_->Handle(std::move(request), Responder(std::move(sink)));
+}
+
+}  // namespace feedd

@@ -1,0 +1,56 @@
+// HttpProbe: the HTTP metrics of docs/metrics.md, and MeteredHandler, an
+// HttpHandler decorator that records them for every request of the handler
+// it wraps (requests by route template and status, latency by route,
+// in-flight requests, request and response bytes).
+//
+// Thread-safety: both are safe to use from every I/O thread.
+// Ownership: the probe's metrics live in the prometheus::Registry given to
+// it; MeteredHandler borrows the probe and the wrapped handler.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <string_view>
+
+#include "daemon/http_handler.h"
+
+namespace feedd {
+
+class HttpProbe {
+ public:
+  explicit HttpProbe(prometheus::Registry& registry);
+
+  void Started() { in_flight_.Increment(); }
+  void Finished(std::string_view route, HttpMethod method, int status, double seconds,
+                size_t request_bytes, size_t response_bytes);
+
+ private:
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Gauge& in_flight_;
+  prometheus::Family<prometheus::Counter>& request_bytes_;
+  prometheus::Family<prometheus::Counter>& response_bytes_;
+};
+
+class MeteredHandler : public HttpHandler {
+ public:
+  // `route_of` maps a request target to its route template.
+  MeteredHandler(HttpHandler* inner, HttpProbe* probe,
+                 std::function<std::string_view(std::string_view)> route_of)
+      : inner_(inner), probe_(probe), route_of_(std::move(route_of)) {}
+
+  void Handle(HttpRequest request, Responder responder) override;
+  void OnServerStopping() override { inner_->OnServerStopping(); }
+
+ private:
+  HttpHandler* const inner_;
+  HttpProbe* const probe_;
+  const std::function<std::string_view(std::string_view)> route_of_;
+};
+
+}  // namespace feedd

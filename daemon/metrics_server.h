@@ -1,0 +1,48 @@
+// MetricsServer: the Prometheus registry of the daemon, the histograms fed
+// from hot paths (group commits, commit-to-view latency), and the pull
+// exposer serving /metrics on metrics.listen (docs/metrics.md).
+//
+// Thread-safety: the observer functions may be called from any thread.
+// Ownership: owns the registry and exposer; the collectable given to Start()
+// is shared with the exposer.
+#pragma once
+
+#include <prometheus/exposer.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "daemon/host_port.h"
+#include "util/status.h"
+
+namespace feedd {
+
+class MetricsServer {
+ public:
+  MetricsServer();
+  ~MetricsServer();
+
+  prometheus::Registry& registry() { return *registry_; }
+
+  // StoreOptions::on_group_commit.
+  std::function<void(size_t requests, double seconds)> GroupCommitObserver();
+  // ProcessorManager::Create's on_view_committed.
+  std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
+
+  // Serves the registry and `state` on `listen`; returns the bound HOST:PORT.
+  Result<std::string> Start(const HostPort& listen, std::shared_ptr<prometheus::Collectable> state);
+  // Stops serving (before what the collectable samples goes away).
+  void Stop() { exposer_.reset(); }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Histogram& group_requests_;
+  prometheus::Histogram& commit_seconds_;
+  prometheus::Family<prometheus::Histogram>& view_seconds_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace feedd
