@@ -15,9 +15,13 @@
 #include <optional>
 
 #include "daemon/api_router.h"
+#include "daemon/http_probe.h"
 #include "daemon/http_server.h"
+#include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
+#include "daemon/state_collector.h"
+#include "daemon/systemd_notifier.h"
 #include "feed/embedded_broker.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
@@ -87,13 +91,22 @@ int Run(const DaemonConfig& config) {
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
 
-  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(config.store);
+  // Metrics first: the store and processors feed its histograms.
+  MetricsServer metrics;
+  StoreOptions store_options = config.store;
+  store_options.on_group_commit = metrics.GroupCommitObserver();
+  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
   if (!opened.ok()) {
     FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
                               << opened.status().ToString();
     return kExitStartupFailure;
   }
   std::unique_ptr<DocumentStore> store = std::move(*opened);
+
+  // systemd (Type=notify, WatchdogSec): no-op without NOTIFY_SOCKET. Declared
+  // after `store` so its watchdog thread is joined before the store goes.
+  SystemdNotifier notifier;
+  notifier.StartWatchdog([&store] { return store && store->Health().ok(); });
 
   // Kafka: the embedded broker (in-memory, development and tests) or a real
   // cluster. The publisher never blocks start-up on the broker.
@@ -140,7 +153,8 @@ int Run(const DaemonConfig& config) {
       consumer =
           KafkaConsumerConfig{*bootstrap, config.kafka.topic_prefix, config.kafka.properties};
     }
-    auto created = ProcessorManager::Create(store.get(), settings, consumer);
+    auto created =
+        ProcessorManager::Create(store.get(), settings, consumer, metrics.ViewCommitObserver());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
       return kExitBadConfig;
@@ -159,12 +173,16 @@ int Run(const DaemonConfig& config) {
   router_options.embedded_broker = embedded;
   router_options.processors = processors.get();
   ApiRouter router(store.get(), router_options, http.io_context());
+  HttpProbe http_probe(metrics.registry());
+  MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 
   // Reverse order of start-up. The store goes before the router and the
   // server: its callbacks reference both. Processors record their applied
   // watermark, the publisher delivers what is in flight and records its
   // checkpoint, then the store closes.
   auto shut_down = [&] {
+    notifier.Stopping();  // STOPPING=1; joins the watchdog thread
+    metrics.Stop();
     http.Stop();
     if (processors) processors->Stop();
     if (publisher) publisher->Stop();
@@ -175,7 +193,7 @@ int Run(const DaemonConfig& config) {
     broker.reset();
   };
 
-  Status status = http.Start(&router);
+  Status status = http.Start(&metered_router);
   if (!status.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
     shut_down();
@@ -184,8 +202,19 @@ int Run(const DaemonConfig& config) {
   std::string api = http.bound_address();
   FEEDD_LOG(kInfo, "main") << "api listening on " << api;
 
+  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
+                                                config.store.data_dir);
+  Result<std::string> metrics_address = metrics.Start(config.metrics_listen, state);
+  if (!metrics_address.ok()) {
+    FEEDD_LOG(kError, "main") << metrics_address.status().message();
+    shut_down();
+    return kExitStartupFailure;
+  }
+  FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
+
   if (!config.ready_file.empty()) {
-    status = WriteFileAtomically(config.ready_file, ReadyFileJson(api, std::nullopt, bootstrap));
+    status =
+        WriteFileAtomically(config.ready_file, ReadyFileJson(api, *metrics_address, bootstrap));
     if (!status.ok()) {
       FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
       shut_down();
@@ -193,6 +222,7 @@ int Run(const DaemonConfig& config) {
     }
   }
   FEEDD_LOG(kInfo, "main") << "ready";
+  notifier.Ready("serving, api on " + api);
 
   int signal_number = 0;
   signals.async_wait([&](const boost::system::error_code& ec, int number) {
