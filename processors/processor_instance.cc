@@ -130,18 +130,31 @@ class ProcessorInstance::Impl {
   }
 
   size_t ReplayParked() {
+    std::lock_guard<std::mutex> control(control_mutex_);  // workers_ stays put
     std::map<std::string, std::deque<ParkedEntry>> parked;
     {
       std::lock_guard<std::mutex> lock(park_mutex_);
       parked.swap(parked_);
       parked_count_ = 0;
     }
+    // To the front of their workers' queues, in order and at once: later
+    // changes of the same keys may be queued already and must not overtake.
+    std::map<Worker*, std::vector<Change>> by_worker;
     size_t n = 0;
     for (auto& [key, list] : parked) {
       for (auto& p : list) {
-        Dispatch(std::move(p.change));
+        if (workers_.empty()) break;
+        by_worker[WorkerFor(p.change)].push_back(std::move(p.change));
         ++n;
       }
+    }
+    for (auto& [w, changes] : by_worker) {
+      {
+        std::lock_guard<std::mutex> lock(w->mutex);
+        w->queue.insert(w->queue.begin(), std::make_move_iterator(changes.begin()),
+                        std::make_move_iterator(changes.end()));
+      }
+      w->wake.notify_one();
     }
     if (n > 0)
       FEEDD_LOG(kInfo, "processor") << config_.name << ": replaying " << n << " parked changes";
@@ -316,10 +329,14 @@ class ProcessorInstance::Impl {
   }
 
   // ---- dispatch and workers ----
+  Worker* WorkerFor(const Change& change) const {
+    size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
+    return workers_[index].get();
+  }
+
   void Dispatch(Change change) {
     if (workers_.empty()) return;  // stopped: applied again from W on start
-    size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
-    Worker* w = workers_[index].get();
+    Worker* w = WorkerFor(change);
     {
       std::lock_guard<std::mutex> lock(w->mutex);
       w->queue.push_back(std::move(change));

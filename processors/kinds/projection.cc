@@ -27,7 +27,7 @@ class Projection : public ProcessorKind {
   std::string source_container, target_container;
   std::vector<FieldFilter> filter;
   views::Truncation truncation;
-  JsonPointer target_pk;
+  JsonPointer target_pk, source_pk;
 
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
@@ -40,16 +40,22 @@ class Projection : public ProcessorKind {
     if (*source && views::Matches(**source, filter)) {
       copy_pk = views::StringAt(**source, target_pk);
     }
-    // Where earlier versions' copies may live: remove those that moved away.
+    // Where copies of earlier matching versions may live: remove those that
+    // moved away (only this source's copies: ids are unique per partition).
     for (const auto& image : {change.before, change.after}) {
-      if (!image) continue;
+      if (!image || !views::Matches(*image, filter)) continue;
       auto old_pk = views::StringAt(*image, target_pk);
-      if (old_pk && old_pk != copy_pk) {
+      if (!old_pk || old_pk == copy_pk) continue;
+      auto copy = ctx.Read(target_container, *old_pk, change.id);
+      if (!copy.ok()) return copy.status();
+      if (*copy && OwnedBy(**copy, change.partition_key)) {
         if (Status s = ctx.Delete(target_container, *old_pk, change.id); !s.ok()) return s;
       }
     }
     if (!copy_pk) {
-      if (!change.before && !change.after) return RemoveEverywhere(change.id, ctx);
+      if (!change.before && !change.after && !*source) {
+        return RemoveEverywhere(change.id, change.partition_key, ctx);
+      }
       return Status::Ok();
     }
     return Upsert(**source, *copy_pk, ctx);
@@ -113,6 +119,12 @@ class Projection : public ProcessorKind {
   }
 
  private:
+  // True when `copy` is a copy of the source item in `source_partition_key`.
+  bool OwnedBy(const boost::json::object& copy, const std::string& source_partition_key) const {
+    return copy.contains(views::kSourceLsnField) &&
+           views::StringAt(copy, source_pk) == source_partition_key;
+  }
+
   std::string Key(const boost::json::object& item) const {
     return views::StringAt(item, target_pk).value_or("") + "/" +
            std::string(item.at("id").as_string());
@@ -143,14 +155,15 @@ class Projection : public ProcessorKind {
     return copies;
   }
 
-  // Without any image (before-images off), find the copy by id.
-  Status RemoveEverywhere(const std::string& id, ViewContext& ctx) const {
+  // Without any image (before-images off), find the copy by id: a scan.
+  Status RemoveEverywhere(const std::string& id, const std::string& source_partition_key,
+                          ViewContext& ctx) const {
     QuerySpec spec;
     spec.filters.push_back({*JsonPointer::Parse("/id"), boost::json::value(id)});
     auto items = QueryAll(ctx, target_container, spec);
     if (!items.ok()) return items.status();
     for (const auto& item : *items) {
-      if (!item.contains(views::kSourceLsnField)) continue;
+      if (!OwnedBy(item, source_partition_key)) continue;
       if (Status s = DeleteItem(item, ctx); !s.ok()) return s;
     }
     return Status::Ok();
@@ -180,6 +193,7 @@ Result<std::unique_ptr<ProcessorKind>> MakeProjection(
   kind->truncation = *truncation;
   for (const auto& c : containers) {
     if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
+    if (c.name == *source) kind->source_pk = *JsonPointer::Parse(c.partition_key_path);
   }
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }

@@ -20,7 +20,7 @@
 // the source). All changes share one ordering key: the view is one partition.
 #include <algorithm>
 #include <boost/json.hpp>
-#include <set>
+#include <map>
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
@@ -34,7 +34,7 @@ class TopN : public ProcessorKind {
   std::string source_container, target_container;
   std::vector<FieldFilter> filter;
   views::Truncation truncation;
-  JsonPointer order_by, target_pk;
+  JsonPointer order_by, target_pk, source_pk;
   size_t cap = 100;
 
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
@@ -48,22 +48,31 @@ class TopN : public ProcessorKind {
     std::optional<std::string> view_pk;
     if (competes) view_pk = views::StringAt(**source, target_pk);
     if (!view_pk) view_pk = ViewPartitionFromImages(change);
+    if (!view_pk && !change.before && !change.after && !*source) {
+      // Deleted, and no image says where its copy was (before-images off).
+      auto found = FindMemberPartition(change, ctx);
+      if (!found.ok()) return found.status();
+      view_pk = *found;
+    }
     if (!view_pk) return Status::Ok();  // never was a member
 
     auto members = Members(*view_pk, ctx);
     if (!members.ok()) return members.status();
     const boost::json::object* member = nullptr;
     for (const auto& m : *members) {
-      if (m.at("id").as_string() == change.id) member = &m;
+      if (m.at("id").as_string() == change.id && OwnedBy(m, change.partition_key)) member = &m;
     }
 
     if (!competes) {
       if (member == nullptr) return Status::Ok();
-      if (Status s = ctx.Delete(target_container, *view_pk, change.id); !s.ok()) return s;
-      return Refill(*view_pk, *members, change.id, ctx);
+      return Reconcile(*view_pk, *members, ctx);  // the next best one joins
     }
 
     boost::json::object copy = views::ShortForm(**source, truncation);
+    if (member != nullptr && Outranks(*member, copy)) {
+      // A member moved down: a non-member may now outrank it.
+      return Reconcile(*view_pk, *members, ctx);
+    }
     bool full = members->size() >= cap;
     if (member == nullptr && full && !Outranks(copy, members->back())) {
       return Status::Ok();  // an older item does not get in
@@ -185,21 +194,49 @@ class TopN : public ProcessorKind {
     return copies;
   }
 
-  // After removing `removed_id`, the best source item not in the view joins.
-  Status Refill(const std::string& pk, const std::vector<boost::json::object>& members,
-                const std::string& removed_id, ViewContext& ctx) const {
+  // True when `copy` is a copy of the source item in `source_partition_key`.
+  bool OwnedBy(const boost::json::object& copy, const std::string& source_partition_key) const {
+    return views::StringAt(copy, source_pk) == source_partition_key;
+  }
+
+  // The view partition holding the copy of a deleted source item: a scan.
+  Result<std::optional<std::string>> FindMemberPartition(const Change& change,
+                                                         ViewContext& ctx) const {
+    QuerySpec spec;
+    spec.filters.push_back({*JsonPointer::Parse("/id"), boost::json::value(change.id)});
+    auto copies = QueryAll(ctx, target_container, spec);
+    if (!copies.ok()) return copies.status();
+    for (const auto& copy : *copies) {
+      if (OwnedBy(copy, change.partition_key)) return views::StringAt(copy, target_pk);
+    }
+    return std::optional<std::string>();
+  }
+
+  // Makes the view partition `pk` equal to its recomputation from the source
+  // (a scan; for the rare changes that can let a non-member in).
+  Status Reconcile(const std::string& pk, const std::vector<boost::json::object>& members,
+                   ViewContext& ctx) const {
     auto expected = Expected(ctx);
     if (!expected.ok()) return expected.status();
-    std::set<std::string> present;
-    for (const auto& m : members) {
-      if (m.at("id").as_string() != removed_id) present.insert(std::string(m.at("id").as_string()));
+    std::map<std::string, const boost::json::object*> wanted;
+    for (const auto& e : *expected) {
+      if (views::StringAt(e, target_pk) == pk) wanted[std::string(e.at("id").as_string())] = &e;
     }
-    for (auto& candidate : *expected) {
-      std::string id(candidate.at("id").as_string());
-      if (present.count(id) != 0 || views::StringAt(candidate, target_pk) != pk) continue;
-      if (present.size() >= cap) break;
-      if (Status s = ctx.Upsert(target_container, std::move(candidate)); !s.ok()) return s;
-      present.insert(id);
+    std::map<std::string, const boost::json::object*> present;
+    for (const auto& m : members) present[std::string(m.at("id").as_string())] = &m;
+    for (const auto& [id, m] : present) {
+      auto it = wanted.find(id);
+      if (it == wanted.end() || !OwnedBy(*m, *views::StringAt(*it->second, source_pk))) {
+        if (Status s = ctx.Delete(target_container, pk, id); !s.ok()) return s;
+      }
+    }
+    for (const auto& [id, e] : wanted) {
+      auto it = present.find(id);
+      if (it != present.end() && views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e) &&
+          OwnedBy(*it->second, *views::StringAt(*e, source_pk))) {
+        continue;
+      }
+      if (Status s = ctx.Upsert(target_container, *e); !s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -232,6 +269,7 @@ Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
   kind->order_by = *order_by;
   for (const auto& c : containers) {
     if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
+    if (c.name == *source) kind->source_pk = *JsonPointer::Parse(c.partition_key_path);
   }
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }
