@@ -168,6 +168,8 @@ std::vector<MetricFamily> StateCollector::Collect() const {
               static_cast<double>(p.delivered));
     f.Counter("feedd_kafka_produce_errors_total", "Failed Kafka deliveries",
               static_cast<double>(p.delivery_errors), {{"kind", "delivery"}});
+    f.Counter("feedd_kafka_produce_errors_total", "Failed Kafka deliveries",
+              static_cast<double>(p.fatal_errors), {{"kind", "fatal"}});
     f.Counter("feedd_kafka_envelopes_shrunk_total", "Large items sent without images",
               static_cast<double>(p.envelopes_shrunk));
     f.Counter("feedd_kafka_duplicates_skipped_total",

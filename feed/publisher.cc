@@ -122,6 +122,7 @@ class Publisher::Impl {
     s.produced = produced_.load();
     s.delivered = delivered_.load();
     s.delivery_errors = delivery_errors_.load();
+    s.fatal_errors = fatal_errors_.load();
     s.duplicates_skipped = duplicates_skipped_.load();
     s.envelopes_shrunk = envelopes_shrunk_.load();
     s.inflight_messages = inflight_messages_.load();
@@ -232,6 +233,7 @@ class Publisher::Impl {
       char buf[512];
       rd_kafka_fatal_error(producer_, buf, sizeof(buf));
       SetError(std::string("fatal producer error: ") + buf);
+      ++fatal_errors_;
       fatal_ = true;
       rewind_ = true;
     }
@@ -589,6 +591,7 @@ class Publisher::Impl {
   std::atomic<bool> connected_{false};
   std::atomic<Lsn> published_snapshot_{0};
   std::atomic<uint64_t> oldest_unpublished_ts_{0};
+  std::atomic<uint64_t> fatal_errors_{0};
   std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
       envelopes_shrunk_{0}, inflight_messages_{0}, inflight_bytes_{0};
 };

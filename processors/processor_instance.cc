@@ -98,6 +98,17 @@ class ProcessorInstance::Impl {
         ++s.pending;
         if (oldest_ts == 0 || entry.ts_ms < oldest_ts) oldest_ts = entry.ts_ms;
       }
+      if (s.lag_changes > 0) {
+        // The oldest unapplied change is W+1, received or not.
+        FeedPage page;
+        FeedReadSpec spec;
+        spec.from = s.applied_lsn + 1;
+        spec.limit = 1;
+        if (store_->ReadFeed(spec, &page).ok() && !page.records.empty()) {
+          oldest_ts =
+              oldest_ts == 0 ? page.records[0].ts_ms : std::min(oldest_ts, page.records[0].ts_ms);
+        }
+      }
       uint64_t now = Clock::System()->NowMillis();
       if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
     }

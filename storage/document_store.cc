@@ -149,9 +149,6 @@ class RocksDocumentStore final : public DocumentStore {
       db_->db()->GetIntProperty(c.items, "rocksdb.estimate-num-keys", &u.estimated_items);
       db_->db()->GetIntProperty(c.items, "rocksdb.estimate-live-data-size",
                                 &u.estimated_live_bytes);
-      uint64_t memtable = 0;
-      db_->db()->GetIntProperty(c.items, "rocksdb.cur-size-all-mem-tables", &memtable);
-      u.estimated_live_bytes += memtable;
       usage.push_back(u);
     }
     return usage;

@@ -61,8 +61,8 @@ struct StoreStats {
 // RocksDB's view of one container, sampled for metrics.
 struct ContainerUsage {
   std::string container;
-  uint64_t estimated_items = 0;
-  uint64_t estimated_live_bytes = 0;
+  uint64_t estimated_items = 0;       // counts memtable entries (overwrites too) until flushed
+  uint64_t estimated_live_bytes = 0;  // in SST files; excludes what is still in memtables
 };
 
 struct RocksDbHealth {
