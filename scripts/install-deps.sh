@@ -11,6 +11,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
+  # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests
+  dpkg-dev systemd
 )
 
 missing=()
