@@ -61,9 +61,9 @@ INNER = textwrap.dedent("""\
 
 PROBE = textwrap.dedent("""\
     import http.client, json, sys
-    method, path = sys.argv[1], sys.argv[2]
-    body = sys.argv[3] if len(sys.argv) > 3 else None
-    c = http.client.HTTPConnection("127.0.0.1", 8080, timeout=10)
+    port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    body = sys.argv[4] if len(sys.argv) > 4 else None
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request(method, path, body=body, headers={"Content-Type": "application/json"})
     r = c.getresponse()
     print(json.dumps({"status": r.status, "body": r.read().decode()}))
@@ -208,8 +208,8 @@ class SystemdBootTest(unittest.TestCase):
                           *["-p" + p for p in props]).stdout
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
-    def http(self, method, path, body=None):
-        args = ["python3", os.path.join(self.tmp, "probe.py"), method, path]
+    def http(self, method, path, body=None, port=8080):
+        args = ["python3", os.path.join(self.tmp, "probe.py"), str(port), method, path]
         if body is not None:
             args.append(json.dumps(body))
         return json.loads(self.inside(*args).stdout)
@@ -248,6 +248,13 @@ class SystemdBootTest(unittest.TestCase):
 
         # It serves; the data outlives a restart (StateDirectory).
         self.assertEqual(self.http("GET", "/readyz")["status"], 200)
+        # The metrics, including those read from /proc, work in the sandbox.
+        metrics = self.http("GET", "/metrics", port=9464)
+        self.assertEqual(metrics["status"], 200, metrics)
+        for name in ("process_start_time_seconds", "process_open_fds", "feedd_storage_healthy"):
+            line = [l for l in metrics["body"].splitlines() if l.startswith(name + " ")]
+            self.assertTrue(line, "%s missing from /metrics" % name)
+            self.assertGreater(float(line[0].split()[1]), 0, line[0])
         item = {"id": "u1", "userId": "u1", "type": "user", "username": "ana"}
         self.assertEqual(self.http("POST", "/v1/containers/users/items", item)["status"], 201)
         self.inside("systemctl", "restart", "feedd")
