@@ -148,27 +148,14 @@ class QueryRun {
     return index_scan ? prefix + cont_.item_key : cont_.item_key;
   }
 
-  Status ScanItems(const std::string& prefix) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, c_.items));
-    std::string seek = SeekKey(prefix, false);
-    for (it->Seek(seek); it->Valid(); it->Next()) {
-      std::string_view key = it->key().ToStringView();
-      if (key.substr(0, prefix.size()) != prefix) break;
-      if (!spec_.order_by && cont_.present && key == seek) continue;
-      if (stopped_) {
-        more_ = true;
-        break;
-      }
-      Status s = Visit(key, it->value().ToStringView());
-      if (!s.ok()) return s;
-    }
-    if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "query scan");
-    return Status::Ok();
-  }
+  Status ScanItems(const std::string& prefix) { return Scan(c_.items, prefix, false); }
+  Status ScanIndex(const std::string& prefix) { return Scan(index_->cf, prefix, true); }
 
-  Status ScanIndex(const std::string& prefix) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, index_->cf));
-    std::string seek = SeekKey(prefix, true);
+  // Visits the keys under `prefix` of `cf` (items, or index entries whose
+  // items are then read), resuming after an unordered continuation.
+  Status Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& prefix, bool index_scan) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, cf));
+    std::string seek = SeekKey(prefix, index_scan);
     std::string value;
     for (it->Seek(seek); it->Valid(); it->Next()) {
       std::string_view key = it->key().ToStringView();
@@ -178,6 +165,10 @@ class QueryRun {
         more_ = true;
         break;
       }
+      if (!index_scan) {
+        if (Status s = Visit(key, it->value().ToStringView()); !s.ok()) return s;
+        continue;
+      }
       ++result_.cost.index_entries_read;
       result_.cost.bytes_read += key.size();
       std::string_view item_key = key.substr(prefix.size());
@@ -186,7 +177,7 @@ class QueryRun {
       if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "query index lookup");
       if (Status st = Visit(item_key, value); !st.ok()) return st;
     }
-    if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "query index");
+    if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "query scan");
     return Status::Ok();
   }
 

@@ -22,13 +22,8 @@
 namespace feedd {
 namespace {
 
-class Projection : public ProcessorKind {
+class Projection : public ProcessorKind, public views::CopySettings {
  public:
-  std::string source_container, target_container;
-  std::vector<FieldFilter> filter;
-  views::Truncation truncation;
-  JsonPointer target_pk, source_pk;
-
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key + "/" + c.id; }
@@ -178,23 +173,10 @@ class Projection : public ProcessorKind {
 
 Result<std::unique_ptr<ProcessorKind>> MakeProjection(
     const ProcessorSettings& s, const std::vector<ContainerSpec>& containers) {
+  auto settings = views::ParseCopySettings(s, containers);
+  if (!settings.ok()) return settings.status();
   auto kind = std::make_unique<Projection>();
-  auto source = views::ContainerSetting(s, "source_container", containers);
-  auto target = views::ContainerSetting(s, "target_container", containers);
-  auto filter = views::ParseFilter(s, "source_filter");
-  auto truncation = views::TruncationSetting(s);
-  for (const Status* st :
-       {&source.status(), &target.status(), &filter.status(), &truncation.status()}) {
-    if (!st->ok()) return *st;
-  }
-  kind->source_container = *source;
-  kind->target_container = *target;
-  kind->filter = *filter;
-  kind->truncation = *truncation;
-  for (const auto& c : containers) {
-    if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
-    if (c.name == *source) kind->source_pk = *JsonPointer::Parse(c.partition_key_path);
-  }
+  static_cast<views::CopySettings&>(*kind) = std::move(*settings);
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }
 

@@ -29,12 +29,9 @@
 namespace feedd {
 namespace {
 
-class TopN : public ProcessorKind {
+class TopN : public ProcessorKind, public views::CopySettings {
  public:
-  std::string source_container, target_container;
-  std::vector<FieldFilter> filter;
-  views::Truncation truncation;
-  JsonPointer order_by, target_pk, source_pk;
+  JsonPointer order_by;
   size_t cap = 100;
 
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
@@ -244,16 +241,13 @@ class TopN : public ProcessorKind {
 
 Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
                                                 const std::vector<ContainerSpec>& containers) {
-  auto kind = std::make_unique<TopN>();
-  auto source = views::ContainerSetting(s, "source_container", containers);
-  auto target = views::ContainerSetting(s, "target_container", containers);
-  auto filter = views::ParseFilter(s, "source_filter");
-  auto truncation = views::TruncationSetting(s);
+  auto settings = views::ParseCopySettings(s, containers);
+  if (!settings.ok()) return settings.status();
   auto order_by = views::PointerSetting(s, "order_by");
-  for (const Status* st : {&source.status(), &target.status(), &filter.status(),
-                           &truncation.status(), &order_by.status()}) {
-    if (!st->ok()) return *st;
-  }
+  if (!order_by.ok()) return order_by.status();
+  auto kind = std::make_unique<TopN>();
+  static_cast<views::CopySettings&>(*kind) = std::move(*settings);
+  kind->order_by = *order_by;
   std::string cap = s.Optional("cap", "100");
   try {
     size_t used = 0;
@@ -261,15 +255,6 @@ Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
     if (used != cap.size() || kind->cap < 1 || kind->cap > 1000) throw std::out_of_range("cap");
   } catch (const std::exception&) {
     return s.Error("cap", "must be an integer 1..1000, got '" + cap + "'");
-  }
-  kind->source_container = *source;
-  kind->target_container = *target;
-  kind->filter = *filter;
-  kind->truncation = *truncation;
-  kind->order_by = *order_by;
-  for (const auto& c : containers) {
-    if (c.name == *target) kind->target_pk = *JsonPointer::Parse(c.partition_key_path);
-    if (c.name == *source) kind->source_pk = *JsonPointer::Parse(c.partition_key_path);
   }
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }

@@ -109,6 +109,28 @@ Result<Truncation> TruncationSetting(const ProcessorSettings& settings) {
   return t;
 }
 
+Result<CopySettings> ParseCopySettings(const ProcessorSettings& settings,
+                                       const std::vector<ContainerSpec>& containers) {
+  auto source = ContainerSetting(settings, "source_container", containers);
+  auto target = ContainerSetting(settings, "target_container", containers);
+  auto filter = ParseFilter(settings, "source_filter");
+  auto truncation = TruncationSetting(settings);
+  for (const Status* st :
+       {&source.status(), &target.status(), &filter.status(), &truncation.status()}) {
+    if (!st->ok()) return *st;
+  }
+  CopySettings copy;
+  copy.source_container = *source;
+  copy.target_container = *target;
+  copy.filter = *filter;
+  copy.truncation = *truncation;
+  for (const auto& c : containers) {
+    if (c.name == *source) copy.source_pk = *JsonPointer::Parse(c.partition_key_path);
+    if (c.name == *target) copy.target_pk = *JsonPointer::Parse(c.partition_key_path);
+  }
+  return copy;
+}
+
 boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation) {
   boost::json::object copy = source;
   copy.erase("_etag");

@@ -47,6 +47,18 @@ struct Truncation {
 };
 Result<Truncation> TruncationSetting(const ProcessorSettings& settings);
 
+// The settings of kinds that copy matching source items into a target
+// container: source_container, source_filter, target_container,
+// truncate_field / truncate_chars; plus both containers' partition key paths.
+struct CopySettings {
+  std::string source_container, target_container;
+  std::vector<FieldFilter> filter;
+  Truncation truncation;
+  JsonPointer source_pk, target_pk;
+};
+Result<CopySettings> ParseCopySettings(const ProcessorSettings& settings,
+                                       const std::vector<ContainerSpec>& containers);
+
 // A copy of `source` for a view: system properties dropped, the truncated
 // field cut, _sourceLsn set to the source's _lsn.
 boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation);
