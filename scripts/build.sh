@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds feedd into ./build (or ./build-asan with
-# FEEDD_SANITIZE=1). Prints the build directory on stdout's last line.
+# FEEDD_SANITIZE=1). The build log goes to stderr; stdout gets the build
+# directory only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,6 @@ if [ "${FEEDD_SANITIZE:-0}" = "1" ]; then
   build_dir=build-asan
   cmake_args+=(-DFEEDD_SANITIZE=ON)
 fi
-cmake -S . -B "$build_dir" "${cmake_args[@]}" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+cmake -S . -B "$build_dir" "${cmake_args[@]}" >&2
+cmake --build "$build_dir" -j "$(nproc)" >&2
 echo "$build_dir"
