@@ -47,7 +47,7 @@ class ProcessorInstance::Impl {
     for (const auto& c : store_->Consumers()) {
       if (c.name == consumer_name_) {
         registered = true;
-        applied_.Advance(c.acked);
+        SetWatermark(c.acked);
         persisted_ = c.acked;
       }
     }
@@ -283,7 +283,7 @@ class ProcessorInstance::Impl {
     }
     view_writes_ += ctx.writes_committed();
     ++rebuilds_;
-    applied_.Advance(head);
+    SetWatermark(head);
     persisted_ = std::max(persisted_, head);
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << ctx.writes_committed()
                                   << " view writes), continuing after LSN " << head;
@@ -291,14 +291,26 @@ class ProcessorInstance::Impl {
   }
 
   // ---- tracking: W = every change <= W is applied ----
-  void Track(Lsn lsn, uint64_t ts_ms) {
+  // Moves W (under track_mutex_, then for the watchers).
+  void SetWatermark(Lsn w) {
+    {
+      std::lock_guard<std::mutex> lock(track_mutex_);
+      watermark_ = std::max(watermark_, w);
+    }
+    applied_.Advance(w);
+  }
+
+  // Starts tracking `lsn`; false when it is applied or tracked already
+  // (a duplicate from Kafka, or the audit meeting a delivered change).
+  bool Track(Lsn lsn, uint64_t ts_ms) {
     std::lock_guard<std::mutex> lock(track_mutex_);
-    pending_.emplace(lsn, PendingEntry{false, ts_ms});
+    if (lsn <= watermark_) return false;
+    return pending_.emplace(lsn, PendingEntry{false, ts_ms}).second;
   }
 
   bool Tracked(Lsn lsn) {
     std::lock_guard<std::mutex> lock(track_mutex_);
-    return lsn <= applied_.value() || pending_.count(lsn) != 0;
+    return lsn <= watermark_ || pending_.count(lsn) != 0;
   }
 
   size_t PendingCount() {
@@ -309,16 +321,17 @@ class ProcessorInstance::Impl {
   void Done(Lsn lsn) {
     Lsn advance_to = 0;
     {
+      // W moves under the same lock as pending_, so an LSN is always either
+      // <= W or pending: never tracked twice.
       std::lock_guard<std::mutex> lock(track_mutex_);
       auto it = pending_.find(lsn);
       if (it != pending_.end()) it->second.done = true;
-      Lsn w = applied_.value();
       while (!pending_.empty() && pending_.begin()->second.done &&
-             pending_.begin()->first == w + 1) {
-        w = pending_.begin()->first;
+             pending_.begin()->first == watermark_ + 1) {
+        watermark_ = pending_.begin()->first;
         pending_.erase(pending_.begin());
       }
-      advance_to = w;
+      advance_to = watermark_;
     }
     applied_.Advance(advance_to);
   }
@@ -451,7 +464,7 @@ class ProcessorInstance::Impl {
 
   // A record of the durable feed: tracked, and dispatched when relevant.
   void Offer(const ChangeRecord& record, bool from_audit) {
-    Track(record.lsn, record.ts_ms);
+    if (!Track(record.lsn, record.ts_ms)) return;
     if (sources_.count(record.container) == 0) {
       Done(record.lsn);
       return;
@@ -497,8 +510,10 @@ class ProcessorInstance::Impl {
     while (!stopping_) {
       Checkpoint(false);
       if (consumer != nullptr && PendingCount() < kMaxPending) {
-        rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 20);
-        if (m != nullptr) {
+        // Wait up to 20 ms for the first message, then take what is there.
+        for (int i = 0; i < 1000; ++i) {
+          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, i == 0 ? 20 : 0);
+          if (m == nullptr) break;
           OnKafkaMessage(m);
           rd_kafka_message_destroy(m);
         }
@@ -577,8 +592,7 @@ class ProcessorInstance::Impl {
     if (!change.ok() || change->lsn != lsn || sources_.count(change->container) == 0) {
       return;  // not a native envelope: the audit applies it from the durable feed
     }
-    Track(lsn, change->ts_ms);
-    Dispatch(std::move(*change));
+    if (Track(lsn, change->ts_ms)) Dispatch(std::move(*change));
   }
 
   // Passes over other containers' changes and applies from the durable feed
@@ -633,8 +647,9 @@ class ProcessorInstance::Impl {
   Lsn next_read_ = 1;                                             // local source
   std::map<Lsn, std::chrono::steady_clock::time_point> awaited_;  // audit (source thread)
 
-  LsnWatchers applied_;
+  LsnWatchers applied_;  // W, for readers and watchers
   mutable std::mutex track_mutex_;
+  Lsn watermark_ = 0;                    // W; GUARDED_BY(track_mutex_)
   std::map<Lsn, PendingEntry> pending_;  // LSNs above W being applied
   Lsn persisted_ = 0;
   std::chrono::steady_clock::time_point last_checkpoint_;
