@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build
-cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr)
 if [ "${FEEDD_SANITIZE:-0}" = "1" ]; then
   build_dir=build-asan
   cmake_args+=(-DFEEDD_SANITIZE=ON)
