@@ -23,7 +23,6 @@ namespace {
 constexpr size_t kReadBatch = 1000;
 constexpr size_t kMaxPending = 20000;  // back-pressure on the source
 constexpr auto kCheckpointInterval = std::chrono::milliseconds(100);
-constexpr auto kAuditInterval = std::chrono::milliseconds(200);
 
 }  // namespace
 
@@ -506,24 +505,22 @@ class ProcessorInstance::Impl {
 
   void KafkaLoop() {
     rd_kafka_t* consumer = CreateConsumer();
-    auto last_audit = std::chrono::steady_clock::now();
+    audit_next_ = applied_.value() + 1;
+    awaited_.clear();
     while (!stopping_) {
       Checkpoint(false);
       if (consumer != nullptr && PendingCount() < kMaxPending) {
-        // Wait up to 20 ms for the first message, then take what is there.
+        // Wait up to 5 ms for the first message, then take what is there.
         for (int i = 0; i < 1000; ++i) {
-          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, i == 0 ? 20 : 0);
+          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, i == 0 ? 5 : 0);
           if (m == nullptr) break;
           OnKafkaMessage(m);
           rd_kafka_message_destroy(m);
         }
       } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
-      if (std::chrono::steady_clock::now() - last_audit >= kAuditInterval) {
-        Audit();
-        last_audit = std::chrono::steady_clock::now();
-      }
+      Audit();
     }
     if (consumer != nullptr) {
       rd_kafka_consumer_close(consumer);
@@ -595,30 +592,43 @@ class ProcessorInstance::Impl {
     if (Track(lsn, change->ts_ms)) Dispatch(std::move(*change));
   }
 
-  // Passes over other containers' changes and applies from the durable feed
-  // what Kafka has not delivered in time.
+  // Reads the durable feed after its cursor: other containers' changes are
+  // passed over at once (so W never waits for them), and a source change
+  // that Kafka has not delivered within kafka_grace is applied from here.
+  // Incremental, so it runs after every poll.
   void Audit() {
+    audit_next_ = std::max(audit_next_, applied_.value() + 1);
     FeedPage page;
     FeedReadSpec spec;
-    spec.from = applied_.value() + 1;
+    spec.from = audit_next_;
     spec.limit = 5000;
-    if (!store_->ReadFeed(spec, &page).ok()) return;
+    Status read = store_->ReadFeed(spec, &page);
+    if (read.code() == ErrorCode::kLsnNotRetained) {
+      audit_next_ = store_->OldestRetainedLsn();  // cannot happen while W holds retention
+    }
     auto now = std::chrono::steady_clock::now();
-    for (const auto& record : page.records) {
+    for (auto& record : page.records) {
+      audit_next_ = record.lsn + 1;
       if (Tracked(record.lsn)) continue;
       if (sources_.count(record.container) == 0) {
         Offer(record, false);
-        continue;
+      } else {
+        awaited_.emplace(record.lsn, std::make_pair(now, std::move(record)));
       }
-      auto [it, inserted] = awaited_.emplace(record.lsn, now);
-      if (now - it->second < config_.kafka_grace) continue;
-      FEEDD_LOG(kWarning, "processor") << config_.name << ": LSN " << record.lsn
-                                       << " did not arrive from Kafka in time; applying it from "
-                                          "the durable feed";
-      Offer(record, true);
     }
-    Lsn w = applied_.value();
-    awaited_.erase(awaited_.begin(), awaited_.upper_bound(w));
+    for (auto it = awaited_.begin(); it != awaited_.end();) {
+      if (Tracked(it->first)) {
+        it = awaited_.erase(it);
+      } else if (now - it->second.first >= config_.kafka_grace) {
+        FEEDD_LOG(kWarning, "processor") << config_.name << ": LSN " << it->first
+                                         << " did not arrive from Kafka in time; applying it "
+                                            "from the durable feed";
+        Offer(it->second.second, true);
+        it = awaited_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 
   // ---- status ----
@@ -644,8 +654,11 @@ class ProcessorInstance::Impl {
   std::atomic<bool> stopping_{false};
   std::thread source_thread_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  Lsn next_read_ = 1;                                             // local source
-  std::map<Lsn, std::chrono::steady_clock::time_point> awaited_;  // audit (source thread)
+  Lsn next_read_ = 1;  // local source
+  // Kafka source audit (source thread): the next LSN to read, and the source
+  // changes read from the durable feed that Kafka has not delivered yet.
+  Lsn audit_next_ = 1;
+  std::map<Lsn, std::pair<std::chrono::steady_clock::time_point, ChangeRecord>> awaited_;
 
   LsnWatchers applied_;  // W, for readers and watchers
   mutable std::mutex track_mutex_;

@@ -53,6 +53,18 @@ class TopN : public ProcessorKind, public views::CopySettings {
     }
     if (!view_pk) return Status::Ok();  // never was a member
 
+    if (competes) {
+      // The common case: an update of a member whose rank did not drop. A
+      // point read of its copy is enough; membership and order hold.
+      auto existing = ctx.Read(target_container, *view_pk, change.id);
+      if (!existing.ok()) return existing.status();
+      boost::json::object copy = views::ShortForm(**source, truncation);
+      if (*existing && OwnedBy(**existing, change.partition_key) && !Outranks(**existing, copy)) {
+        if (views::SourceLsnOf(**existing) >= views::ItemLsn(**source)) return Status::Ok();
+        return ctx.Upsert(target_container, std::move(copy));
+      }
+    }
+
     auto members = Members(*view_pk, ctx);
     if (!members.ok()) return members.status();
     const boost::json::object* member = nullptr;
