@@ -258,18 +258,19 @@ CpuTimes ReadCpuTimes() {
 }
 
 // Waits up to `max_seconds` until other processes use less than a quarter
-// of a core (sampled over 0.5 s), so a measurement does not start in the
+// of a core for 2 s in a row (sampled every 0.5 s), so a measurement does not start in the
 // middle of someone else's build. Says so when it gives up.
 void WaitForIdle(double max_seconds) {
   if (max_seconds <= 0) return;
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(max_seconds));
-  for (;;) {
+  for (int quiet = 0;;) {
     const CpuTimes a = ReadCpuTimes();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const CpuTimes b = ReadCpuTimes();
     const double others = ((b.machine - a.machine) - (b.self - a.self)) / 0.5;
-    if (others < 0.25) return;
+    quiet = others < 0.25 ? quiet + 1 : 0;
+    if (quiet >= 4) return;  // 2 s in a row
     if (Clock::now() >= until) {
       std::printf(
           "  (the box stayed busy for %g s: other processes use %.2f cores; measuring "

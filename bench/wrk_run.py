@@ -4,7 +4,7 @@
 usage: wrk_run.py OUT_FILE LABEL ROOT_PID WAIT_IDLE -- wrk ARGS...
 
 Waits up to WAIT_IDLE seconds for the box to be quiet (processes outside
-ROOT_PID's tree using < 1/4 core over 0.5 s), runs wrk, keeps its output in
+ROOT_PID's tree using < 1/4 core for 2 s in a row), runs wrk, keeps its output in
 OUT_FILE followed by a line "BenchCPU: <cores> Background: <cores>", and
 prints one line: req/s, wrk's p50/p99, the CPU used by the benchmark (ROOT_PID's
 process tree -- feedd, nginx -- plus wrk: "cpu") and by everything else ("bg"),
@@ -61,12 +61,14 @@ def main():
     cmd = sys.argv[sys.argv.index("--") + 1:]
 
     deadline = time.monotonic() + wait_idle
+    quiet = 0
     while wait_idle > 0:
         m0, t0 = machine_cpu(), tree_cpu(root)
         time.sleep(0.5)
         m1, t1 = machine_cpu(), tree_cpu(root)
         others = ((m1 - m0) - (t1 - t0)) / 0.5
-        if others < 0.25:
+        quiet = quiet + 1 if others < 0.25 else 0
+        if quiet >= 4:  # 2 s in a row
             break
         if time.monotonic() >= deadline:
             print(f"  (the box stayed busy for {wait_idle:g} s: other processes use "
