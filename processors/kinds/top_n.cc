@@ -63,6 +63,13 @@ class TopN : public ProcessorKind, public views::CopySettings {
         if (views::SourceLsnOf(**existing) >= views::ItemLsn(**source)) return Status::Ok();
         return ctx.Upsert(target_container, std::move(copy));
       }
+      // A non-member whose rank this change left as it was (a count
+      // increment on an older post, say) cannot enter the view.
+      if (!*existing && change.before && change.after && views::Matches(*change.before, filter) &&
+          CompareJson(views::ValueAt(*change.before, order_by),
+                      views::ValueAt(*change.after, order_by)) == 0) {
+        return Status::Ok();
+      }
     }
 
     auto members = Members(*view_pk, ctx);
