@@ -359,6 +359,7 @@ class LagSampler(threading.Thread):
         self.api, self.period = api, period
         self.stop_ev = threading.Event()
         self.samples = []   # (t, {name: (lag_changes, lag_seconds)})
+        self.publish_lag = []   # (t, head - published)
 
     def run(self):
         c = S.Conn(self.api)
@@ -367,10 +368,32 @@ class LagSampler(threading.Thread):
                 procs = S.processors_status(c)
                 self.samples.append((time.monotonic(), {
                     p["name"]: (p["lag"]["changes"], float(p["lag"]["seconds"])) for p in procs}))
+                self.publish_lag.append((time.monotonic(), publish_lag(c)))
             except Exception as e:  # noqa: BLE001 - keep sampling
                 c.close()
                 self.samples.append((time.monotonic(), {"error": str(e)}))
             self.stop_ev.wait(self.period)
+        c.close()
+
+
+def publish_lag(conn):
+    """head LSN - published LSN (changes not yet in Kafka), or None."""
+    st, _, body = conn.get("/v1/feed")
+    if st != 200:
+        return None
+    f = json.loads(body)
+    if f.get("publishedLsn") is None:
+        return None
+    return f["headLsn"] - f["publishedLsn"]
+
+
+def durable_fallbacks(api):
+    """{processor: fromDurableFeed} (changes applied from the durable feed
+    because Kafka did not deliver them within kafka_grace_ms)."""
+    c = S.Conn(api)
+    try:
+        return {p["name"]: p.get("fromDurableFeed", 0) for p in S.processors_status(c)}
+    finally:
         c.close()
 
 
@@ -460,6 +483,7 @@ def cmd_wrk(args):
     sampler = None
     probes = []
     m0 = scrape(args.metrics) if args.metrics else None
+    fb0 = durable_fallbacks(args.api) if args.watch else None
     if args.watch:
         sampler = LagSampler(args.api)
         ks = S.KeySpace(args.sf, args.seed)
@@ -488,6 +512,12 @@ def cmd_wrk(args):
             time.sleep(0.05)
         sampler.stop_ev.set()
         sampler.join(10)
+        fb1 = durable_fallbacks(args.api)
+        c = S.Conn(args.api)
+        try:
+            end_publish_lag = publish_lag(c)
+        finally:
+            c.close()
     m1 = scrape(args.metrics) if args.metrics else None
     if p.returncode != 0:
         sys.exit("wrk failed:\n" + p.stdout)
@@ -528,6 +558,10 @@ def cmd_wrk(args):
         r["lag_seconds_max_per_processor"] = per_max
         r["lag_changes_at_end"] = lag_c[-1] if lag_c else None
         r["drain_s"] = drain_s
+        r["from_durable_feed"] = {k: fb1.get(k, 0) - fb0.get(k, 0) for k in fb1}
+        pl = [x for t, x in sampler.publish_lag if x is not None and t <= t1]
+        r["publish_lag_max"] = max(pl) if pl else None
+        r["publish_lag_after_drain"] = end_publish_lag
         errors = probes[0].errors + probes[1].errors
         r["probe"] = {"write_ms": dist(probes[0].write_ms + probes[1].write_ms),
                       "users_view_ms": dist(probes[0].view_ms), "feed_view_ms": dist(probes[1].view_ms),
@@ -543,6 +577,8 @@ def cmd_wrk(args):
         ls = r["lag_seconds_samples"]
         line += "; lag.seconds samples p50 %s p99 %s ms; drain %.2f s" % (
             _f(ls and ls["p50"]), _f(ls and ls["p99"]), drain_s)
+        line += "\n      applied from the durable feed (Kafka late): %s; publish lag max %s, after drain %s" % (
+            r["from_durable_feed"], r["publish_lag_max"], r["publish_lag_after_drain"])
         if pr["users_view_ms"]:
             fv = pr["feed_view_ms"] or {"p50": None, "p99": None, "n": 0}
             line += "\n      probe: write p50 %.2f p99 %.2f; visible in users p50 %.2f p99 %.2f (n=%d); in feed p50 %s p99 %s ms (n=%d); errors %d" % (
