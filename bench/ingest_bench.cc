@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/machine_load.h"
 #include "storage/change_record.h"
 #include "storage/document_store.h"
 #include "storage/key_format.h"
@@ -233,53 +234,9 @@ std::string FreshDir(const std::string& parent, const char* tag) {
   return buf.data();
 }
 
-// CPU time, in seconds, of the whole machine (busy, from /proc/stat) and of
-// this process.
-struct CpuTimes {
-  double machine = 0, self = 0;
-};
-
-CpuTimes ReadCpuTimes() {
-  CpuTimes t;
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  if (FILE* f = std::fopen("/proc/stat", "r")) {
-    unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
-    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
-                    &iowait, &irq, &softirq, &steal) == 8) {
-      t.machine = (user + nice + system + irq + softirq) / tick;
-    }
-    std::fclose(f);
-  }
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  t.self = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-  return t;
-}
-
-// Waits up to `max_seconds` until other processes use less than a quarter
-// of a core for 2 s in a row (sampled every 0.5 s), so a measurement does not start in the
-// middle of someone else's build. Says so when it gives up.
-void WaitForIdle(double max_seconds) {
-  if (max_seconds <= 0) return;
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(max_seconds));
-  for (int quiet = 0;;) {
-    const CpuTimes a = ReadCpuTimes();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const CpuTimes b = ReadCpuTimes();
-    const double others = ((b.machine - a.machine) - (b.self - a.self)) / 0.5;
-    quiet = others < 0.25 ? quiet + 1 : 0;
-    if (quiet >= 4) return;  // 2 s in a row
-    if (Clock::now() >= until) {
-      std::printf(
-          "  (the box stayed busy for %g s: other processes use %.2f cores; measuring "
-          "anyway)\n",
-          max_seconds, others);
-      return;
-    }
-  }
-}
+using feedd::bench::CpuTimes;
+using feedd::bench::ReadCpuTimes;
+using feedd::bench::WaitForIdle;
 
 // Runs `writer(index, latencies)` on flags.writers threads until the time
 // bound (or the item budget, which the writer consumes through `next`) and

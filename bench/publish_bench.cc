@@ -56,6 +56,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/machine_load.h"
 #include "feed/embedded_broker.h"
 #include "feed/kafka_options.h"
 #include "feed/publisher.h"
@@ -169,48 +170,9 @@ uint64_t WallMs() {
       .count();
 }
 
-// ---- CPU accounting and idle wait (as ingest_bench) ----
-struct CpuTimes {
-  double machine = 0, self = 0;
-};
-
-CpuTimes ReadCpuTimes() {
-  CpuTimes t;
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  if (FILE* f = std::fopen("/proc/stat", "r")) {
-    unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
-    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
-                    &iowait, &irq, &softirq, &steal) == 8) {
-      t.machine = (user + nice + system + irq + softirq) / tick;
-    }
-    std::fclose(f);
-  }
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  t.self = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-  return t;
-}
-
-void WaitForIdle(double max_seconds) {
-  if (max_seconds <= 0) return;
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(max_seconds));
-  for (;;) {
-    const CpuTimes a = ReadCpuTimes();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const CpuTimes b = ReadCpuTimes();
-    const double others = ((b.machine - a.machine) - (b.self - a.self)) / 0.5;
-    if (others < 0.25) return;
-    if (Clock::now() >= until) {
-      std::printf(
-          "  (the box stayed busy for %g s: other processes use %.2f cores; measuring "
-          "anyway)\n",
-          max_seconds, others);
-      return;
-    }
-  }
-}
+using feedd::bench::CpuTimes;
+using feedd::bench::ReadCpuTimes;
+using feedd::bench::WaitForIdle;
 
 // ---- the items and messages both sides send ----
 //
