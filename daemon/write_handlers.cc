@@ -2,6 +2,7 @@
 // one item, and the transactional batch.
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <optional>
 #include <string_view>
@@ -91,6 +92,12 @@ HttpResponse BatchResponse(WriteResult& result) {
   return response;
 }
 
+std::optional<uint64_t> PositiveInteger(const boost::json::value& value) {
+  if (value.is_uint64() && value.as_uint64() > 0) return value.as_uint64();
+  if (value.is_int64() && value.as_int64() > 0) return static_cast<uint64_t>(value.as_int64());
+  return std::nullopt;
+}
+
 struct BatchOpKind {
   std::string_view name;
   WriteOpKind kind;
@@ -145,6 +152,24 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
     op.if_match = std::move(*normalized);
   }
 
+  // Extensions for processors running outside the daemon (docs/api.md).
+  if (const boost::json::value* if_exists = object.if_contains("ifExists")) {
+    if (!if_exists->is_bool() ||
+        (op.kind != WriteOpKind::kReplace && op.kind != WriteOpKind::kDelete &&
+         op.kind != WriteOpKind::kPatch)) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "\"ifExists\" must be a boolean, on replace, delete or patch");
+    }
+    op.if_exists = if_exists->as_bool();
+  }
+  if (const boost::json::value* source_lsn = object.if_contains("sourceLsn")) {
+    op.source_lsn = PositiveInteger(*source_lsn);
+    if (op.kind != WriteOpKind::kUpsert || !op.source_lsn) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "\"sourceLsn\" must be a positive integer, on upsert");
+    }
+  }
+
   switch (op.kind) {
     case WriteOpKind::kCreate:
     case WriteOpKind::kUpsert:
@@ -156,6 +181,12 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
       }
       Result<PreparedItem> item =
           PrepareItem(spec, std::move(body->as_object()), pk, id, max_item_bytes);
+      if (item.ok() && op.source_lsn) {
+        // Stored as the item's _sourceLsn, the one '_' property a client may set.
+        boost::json::object with_source = boost::json::parse(item->body_json).as_object();
+        with_source["_sourceLsn"] = *op.source_lsn;
+        item = PrepareDerivedItem(spec, std::move(with_source), max_item_bytes);
+      }
       if (!item.ok()) return item.status();
       op.id = item->id;
       op.item = std::move(*item);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "processors/keyed_applier.h"
 #include "processors/store_view_context.h"
 #include "util/clock.h"
 #include "util/logging.h"
@@ -36,7 +37,16 @@ class ProcessorInstance::Impl {
         kafka_(std::move(kafka)),
         consumer_name_(std::string(kConsumerPrefix) + config_.name) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
-    if (config_.parallelism == 0) config_.parallelism = 1;
+    applier_ = std::make_unique<KeyedApplier>(
+        kind_.get(),
+        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
+                              config_.retry_backoff},
+        [this](const Change& change) { return ApplyOnce(change); },
+        [this](const Change& change) {
+          ++applied_count_;
+          Done(change.lsn);
+        },
+        [this](const std::string& error) { SetError(error); });
   }
 
   ~Impl() { Stop(); }
@@ -116,59 +126,23 @@ class ProcessorInstance::Impl {
       s.state = state_;
       s.last_error = last_error_;
     }
-    s.parked = parked_count_.load();
-    s.parked_total = parked_total_.load();
+    s.parked = applier_->parked();
+    s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
-    s.errors = errors_.load();
+    s.errors = applier_->errors();
     s.from_durable_feed = from_durable_feed_.load();
     return s;
   }
 
-  std::vector<ParkedChange> Parked() const {
-    std::lock_guard<std::mutex> lock(park_mutex_);
-    std::vector<ParkedChange> out;
-    for (const auto& [key, list] : parked_) {
-      for (const auto& p : list) {
-        out.push_back(
-            {key, p.change.lsn, p.change.container, p.change.partition_key, p.change.id, p.error});
-      }
-    }
-    return out;
-  }
+  std::vector<ParkedChange> Parked() const { return applier_->Parked(); }
 
   size_t ReplayParked() {
-    std::lock_guard<std::mutex> control(control_mutex_);  // workers_ stays put
-    std::map<std::string, std::deque<ParkedEntry>> parked;
-    {
-      std::lock_guard<std::mutex> lock(park_mutex_);
-      parked.swap(parked_);
-      parked_count_ = 0;
-    }
-    // To the front of their workers' queues, in order and at once: later
-    // changes of the same keys may be queued already and must not overtake.
-    std::map<Worker*, std::vector<Change>> by_worker;
-    size_t n = 0;
-    for (auto& [key, list] : parked) {
-      for (auto& p : list) {
-        if (workers_.empty()) break;
-        by_worker[WorkerFor(p.change)].push_back(std::move(p.change));
-        ++n;
-      }
-    }
-    for (auto& [w, changes] : by_worker) {
-      {
-        std::lock_guard<std::mutex> lock(w->mutex);
-        w->queue.insert(w->queue.begin(), std::make_move_iterator(changes.begin()),
-                        std::make_move_iterator(changes.end()));
-      }
-      w->wake.notify_one();
-    }
-    if (n > 0)
-      FEEDD_LOG(kInfo, "processor") << config_.name << ": replaying " << n << " parked changes";
-    return n;
+    std::lock_guard<std::mutex> control(control_mutex_);  // the applier stays up
+    if (stopped_) return 0;
+    return applier_->ReplayParked();
   }
 
   Status Rebuild() {
@@ -203,16 +177,6 @@ class ProcessorInstance::Impl {
     bool done = false;
     uint64_t ts_ms = 0;
   };
-  struct ParkedEntry {
-    Change change;
-    std::string error;
-  };
-  struct Worker {
-    std::mutex mutex;
-    std::condition_variable wake;
-    std::deque<Change> queue;
-    std::thread thread;
-  };
 
   std::string SourceName() const {
     return config_.source == ProcessorSource::kKafka ? "kafka" : "local";
@@ -221,12 +185,7 @@ class ProcessorInstance::Impl {
   // ---- lifecycle ----
   void StartThreads() {
     stopping_ = false;
-    workers_.clear();
-    for (size_t i = 0; i < config_.parallelism; ++i) {
-      workers_.push_back(std::make_unique<Worker>());
-      Worker* w = workers_.back().get();
-      w->thread = std::thread([this, w] { WorkerLoop(w); });
-    }
+    applier_->Start();
     source_thread_ = std::thread([this] {
       if (config_.source == ProcessorSource::kKafka) {
         KafkaLoop();
@@ -240,12 +199,7 @@ class ProcessorInstance::Impl {
   void StopThreads() {
     stopping_ = true;
     if (source_thread_.joinable()) source_thread_.join();
-    for (auto& w : workers_) {
-      { std::lock_guard<std::mutex> lock(w->mutex); }
-      w->wake.notify_all();
-      if (w->thread.joinable()) w->thread.join();
-    }
-    workers_.clear();
+    applier_->Stop();
     Checkpoint(true);
     std::lock_guard<std::mutex> lock(track_mutex_);
     pending_.clear();
@@ -256,11 +210,7 @@ class ProcessorInstance::Impl {
     const Lsn head = store_->HeadLsn();
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilding from the current data (head LSN "
                                   << head << ")";
-    {
-      std::lock_guard<std::mutex> lock(park_mutex_);
-      parked_.clear();
-      parked_count_ = 0;
-    }
+    applier_->ClearParked();
     // Flushes during the rebuild keep the old watermark; the last commit
     // records the head: changes after it are applied again (idempotently).
     Lsn keep = applied_.value();
@@ -351,91 +301,21 @@ class ProcessorInstance::Impl {
     last_checkpoint_ = now;
   }
 
-  // ---- dispatch and workers ----
-  Worker* WorkerFor(const Change& change) const {
-    size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
-    return workers_[index].get();
-  }
-
-  void Dispatch(Change change) {
-    if (workers_.empty()) return;  // stopped: applied again from W on start
-    Worker* w = WorkerFor(change);
-    {
-      std::lock_guard<std::mutex> lock(w->mutex);
-      w->queue.push_back(std::move(change));
+  // ---- applying ----
+  Status ApplyOnce(const Change& change) {
+    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    Status s = kind_->Apply(change, ctx);
+    if (s.ok()) s = ctx.Commit();
+    if (!s.ok()) return s;
+    view_writes_ += ctx.writes_committed();
+    if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
+      uint64_t now = Clock::System()->NowMillis();
+      config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
     }
-    w->wake.notify_one();
+    return Status::Ok();
   }
 
-  void WorkerLoop(Worker* w) {
-    for (;;) {
-      Change change;
-      {
-        std::unique_lock<std::mutex> lock(w->mutex);
-        w->wake.wait_for(lock, std::chrono::milliseconds(100),
-                         [&] { return stopping_.load() || !w->queue.empty(); });
-        if (stopping_) return;
-        if (w->queue.empty()) continue;
-        change = std::move(w->queue.front());
-        w->queue.pop_front();
-      }
-      std::string key = kind_->OrderingKey(change);
-      if (ParkIfKeyParked(key, change)) continue;
-      std::string error;
-      if (ApplyWithRetries(change, &error)) {
-        ++applied_count_;
-        Done(change.lsn);
-      } else if (!stopping_) {
-        Park(key, std::move(change), error);
-      }
-    }
-  }
-
-  bool ApplyWithRetries(const Change& change, std::string* error) {
-    auto backoff = config_.retry_backoff;
-    for (int attempt = 1; attempt <= config_.max_attempts && !stopping_; ++attempt) {
-      StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
-      Status s = kind_->Apply(change, ctx);
-      if (s.ok()) s = ctx.Commit();
-      if (s.ok()) {
-        view_writes_ += ctx.writes_committed();
-        if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
-          uint64_t now = Clock::System()->NowMillis();
-          config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
-        }
-        return true;
-      }
-      ++errors_;
-      *error = s.ToString();
-      SetError("LSN " + std::to_string(change.lsn) + " (" + change.container + "/" + change.id +
-               "), attempt " + std::to_string(attempt) + ": " + *error);
-      if (attempt < config_.max_attempts) {
-        std::this_thread::sleep_for(backoff);
-        backoff *= 2;
-      }
-    }
-    return false;
-  }
-
-  bool ParkIfKeyParked(const std::string& key, Change& change) {
-    std::lock_guard<std::mutex> lock(park_mutex_);
-    auto it = parked_.find(key);
-    if (it == parked_.end()) return false;
-    it->second.push_back({std::move(change), ""});
-    ++parked_count_;
-    ++parked_total_;
-    return true;
-  }
-
-  void Park(const std::string& key, Change change, const std::string& error) {
-    FEEDD_LOG(kError, "processor") << config_.name << ": parked LSN " << change.lsn << " ("
-                                   << change.container << "/" << change.id << ") and later changes "
-                                   << "of key '" << key << "': " << error;
-    std::lock_guard<std::mutex> lock(park_mutex_);
-    parked_[key].push_back({std::move(change), error});
-    ++parked_count_;
-    ++parked_total_;
-  }
+  void Dispatch(Change change) { applier_->Dispatch(std::move(change)); }
 
   // ---- sources ----
   void LocalLoop() {
@@ -471,16 +351,15 @@ class ProcessorInstance::Impl {
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
-      Park(record.container,
-           Change{record.lsn,
-                  record.op,
-                  record.container,
-                  record.partition_key,
-                  record.id,
-                  record.ts_ms,
-                  {},
-                  {}},
-           change.status().ToString());
+      applier_->Park(Change{record.lsn,
+                            record.op,
+                            record.container,
+                            record.partition_key,
+                            record.id,
+                            record.ts_ms,
+                            {},
+                            {}},
+                     change.status().ToString());
       return;
     }
     if (from_audit) ++from_durable_feed_;
@@ -653,7 +532,7 @@ class ProcessorInstance::Impl {
   bool stopped_ = false;      // GUARDED_BY(control_mutex_)
   std::atomic<bool> stopping_{false};
   std::thread source_thread_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<KeyedApplier> applier_;
   Lsn next_read_ = 1;  // local source
   // Kafka source audit (source thread): the next LSN to read, and the source
   // changes read from the durable feed that Kafka has not delivered yet.
@@ -667,16 +546,12 @@ class ProcessorInstance::Impl {
   Lsn persisted_ = 0;
   std::chrono::steady_clock::time_point last_checkpoint_;
 
-  mutable std::mutex park_mutex_;
-  std::map<std::string, std::deque<ParkedEntry>> parked_;
-  std::atomic<uint64_t> parked_count_{0};
-  std::atomic<uint64_t> parked_total_{0};
   std::atomic<uint64_t> rebuilds_{0};
 
   mutable std::mutex status_mutex_;
   std::string state_ = "starting";
   std::string last_error_;
-  std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, errors_{0}, from_durable_feed_{0};
+  std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
 };
 
 ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
 #include "storage/document_store.h"
 
@@ -63,13 +64,6 @@ struct KafkaConsumerConfig {
   std::string bootstrap;
   std::string topic_prefix = "feedd.";
   std::map<std::string, std::string> properties;  // kafka.<property> pass-through
-};
-
-struct ParkedChange {
-  std::string key;  // ordering key
-  Lsn lsn = 0;
-  std::string container, partition_key, id;
-  std::string error;  // of the last attempt (empty for changes parked behind it)
 };
 
 struct ProcessorStatus {

@@ -15,6 +15,18 @@ namespace kf = key_format;
 
 // Compares an If-Match value with the etag of `lsn`. Quotes and a weak
 // prefix on the client's side are ignored; "*" matches any version.
+// The _sourceLsn of a stored item (0 when it has none).
+Result<Lsn> StoredSourceLsn(std::string_view item_json) {
+  boost::system::error_code ec;
+  boost::json::value item = boost::json::parse(item_json, ec);
+  if (ec || !item.is_object()) return Status(ErrorCode::kStorageError, "corrupt stored item");
+  const boost::json::value* lsn = item.as_object().if_contains("_sourceLsn");
+  if (lsn == nullptr) return Lsn{0};
+  if (lsn->is_uint64()) return lsn->as_uint64();
+  if (lsn->is_int64() && lsn->as_int64() >= 0) return static_cast<Lsn>(lsn->as_int64());
+  return Lsn{0};
+}
+
 bool EtagMatches(std::string_view if_match, Lsn lsn) {
   if (if_match == "*") return true;
   if (if_match.size() >= 2 && if_match.substr(0, 2) == "W/") if_match.remove_prefix(2);
@@ -200,6 +212,14 @@ class CommitPipeline::GroupBuilder {
          op.kind == WriteOpKind::kPatch)) {
       out->http_status = 404;  // nothing to do
       return Status::Ok();
+    }
+    if (exists && op.source_lsn && op.kind == WriteOpKind::kUpsert) {
+      auto stored = StoredSourceLsn(current_json);
+      if (!stored.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
+      if (*stored >= *op.source_lsn) {
+        out->http_status = 412;  // superseded by a newer source version
+        return Status::Ok();
+      }
     }
 
     if (op.if_match) {

@@ -47,6 +47,12 @@ struct WriteOp {
   // does nothing (http_status 404 in its result). Used by processors, whose
   // views converge whatever order changes arrive in.
   bool if_exists = false;
+  // For kUpsert by a processor running outside the daemon (feedd worker):
+  // the op applies only when the stored item has no _sourceLsn or a lower
+  // one; otherwise it does nothing (http_status 412 in its result, no change
+  // record), so a late write of an older source version never overwrites a
+  // newer one. The item's body carries _sourceLsn equal to it.
+  std::optional<Lsn> source_lsn;
 };
 
 struct WriteRequest {

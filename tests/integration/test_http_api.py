@@ -385,6 +385,42 @@ class HttpApiTest(FeeddTestCase):
         self.assertIsNone(r[1].get("X-Feedd-Lsn"))
         self.assertEqual(self.c.head_lsn(), head)
 
+    def test_batch_processor_extensions_if_exists_and_source_lsn(self):
+        pk = uid("bx")
+        r = self.c.batch("posts", pk, [
+            {"op": "upsert", "sourceLsn": 10, "body": {"id": "v", "postId": pk, "t": "v10", "_x": 1}},
+            {"op": "delete", "id": "gone", "ifExists": True},
+            {"op": "patch", "id": "gone", "ifExists": True,
+             "operations": [{"op": "set", "path": "/t", "value": 1}]},
+        ])
+        self.assertStatus(r, 200, "batch")
+        results = r[2]["results"]
+        self.assertEqual([x["status"] for x in results], [201, 404, 404])
+        self.assertEqual(results[0]["item"]["_sourceLsn"], 10)
+        self.assertNotIn("_x", results[0]["item"], "only _sourceLsn may be set by a client")
+        head = self.c.wait_quiescent()
+        # An older or equal source version is superseded: no write, no change record.
+        for stale in (9, 10):
+            r = self.c.batch("posts", pk, [
+                {"op": "upsert", "sourceLsn": stale, "body": {"id": "v", "postId": pk, "t": "old"}}])
+            self.assertStatus(r, 200, "superseded upsert")
+            self.assertEqual(r[2]["results"], [{"status": 412}])
+            self.assertIsNone(r[1].get("X-Feedd-Lsn"))
+        self.assertEqual(self.c.head_lsn(), head)
+        r = self.c.batch("posts", pk, [
+            {"op": "upsert", "sourceLsn": 11, "body": {"id": "v", "postId": pk, "t": "v11"}}])
+        self.assertEqual(r[2]["results"][0]["status"], 200)
+        self.assertEqual(self.c.read("posts", pk, "v")[2]["t"], "v11")
+        # Misuse is a clear 400 that writes nothing.
+        for bad in ({"op": "create", "sourceLsn": 5, "body": {"id": "w", "postId": pk}},
+                    {"op": "upsert", "sourceLsn": 0, "body": {"id": "w", "postId": pk}},
+                    {"op": "upsert", "sourceLsn": "7", "body": {"id": "w", "postId": pk}},
+                    {"op": "create", "ifExists": True, "body": {"id": "w", "postId": pk}},
+                    {"op": "delete", "id": "v", "ifExists": "yes"}):
+            r = self.c.batch("posts", pk, [bad])
+            self.assertError(r, 400, "invalid_request")
+        self.assertEqual(self.c.read("posts", pk, "v")[2]["t"], "v11")
+
     def test_batch_failure_applies_nothing(self):
         pk = uid("bf")
         a = self.new_post(pk=pk, item_id="a", n=1)

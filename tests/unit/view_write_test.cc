@@ -112,5 +112,46 @@ TEST_F(ViewWriteTest, UnregisteredConsumerIsRefused) {
   EXPECT_EQ(store_->WriteView(std::move(view)).status.code(), ErrorCode::kInvalidRequest);
 }
 
+// A worker's copy carries the source LSN it shows; an older one arriving
+// late (a worker that lost its partitions mid-apply) must not win.
+TEST_F(ViewWriteTest, SourceLsnConditionKeepsTheNewestSourceVersion) {
+  auto copy = [&](Lsn source_lsn, const std::string& title) {
+    auto item = PrepareDerivedItem(*store_->FindContainer("users"),
+                                   Obj(R"({"id":"p1","userId":"u1","title":")" + title +
+                                       R"(","_sourceLsn":)" + std::to_string(source_lsn) + "}"),
+                                   1 << 20);
+    EXPECT_TRUE(item.ok()) << item.status().ToString();
+    WriteOp op;
+    op.kind = WriteOpKind::kUpsert;
+    op.item = *item;
+    op.source_lsn = source_lsn;
+    return store_->Write(WriteRequest{"users", "u1", {op}});
+  };
+  auto title = [&] {
+    std::string json;
+    EXPECT_TRUE(IsOk(store_->Read("users", "u1", "p1", &json)));
+    return std::string(Obj(json).at("title").as_string());
+  };
+
+  WriteResult first = copy(10, "v10");
+  ASSERT_TRUE(IsOk(first.status));
+  EXPECT_EQ(first.results[0].http_status, 201);
+  WriteResult newer = copy(12, "v12");
+  ASSERT_TRUE(IsOk(newer.status));
+  EXPECT_EQ(newer.results[0].http_status, 200);
+  const Lsn head = store_->HeadLsn();
+
+  for (Lsn stale : {Lsn{11}, Lsn{12}}) {
+    WriteResult late = copy(stale, "stale");
+    ASSERT_TRUE(IsOk(late.status)) << "a superseded write is a no-op, not an error";
+    EXPECT_EQ(late.results[0].http_status, 412);
+    EXPECT_EQ(late.last_lsn, 0u);
+  }
+  EXPECT_EQ(title(), "v12");
+  EXPECT_EQ(store_->HeadLsn(), head) << "no change record for a superseded write";
+  ASSERT_TRUE(IsOk(copy(13, "v13").status));
+  EXPECT_EQ(title(), "v13");
+}
+
 }  // namespace
 }  // namespace feedd

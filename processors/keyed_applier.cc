@@ -1,0 +1,177 @@
+#include "processors/keyed_applier.h"
+
+#include "util/logging.h"
+
+namespace feedd {
+
+KeyedApplier::KeyedApplier(const ProcessorKind* kind, Options options, ApplyFn apply, DoneFn done,
+                           ErrorFn on_error)
+    : kind_(kind),
+      options_(std::move(options)),
+      apply_(std::move(apply)),
+      done_(std::move(done)),
+      on_error_(std::move(on_error)) {}
+
+KeyedApplier::~KeyedApplier() { Stop(); }
+
+void KeyedApplier::Start() {
+  stopping_ = false;
+  workers_.clear();
+  size_t n = options_.parallelism == 0 ? 1 : options_.parallelism;
+  for (size_t i = 0; i < n; ++i) {
+    workers_.push_back(std::make_unique<Worker>());
+    Worker* w = workers_.back().get();
+    w->thread = std::thread([this, w] { WorkerLoop(w); });
+  }
+}
+
+void KeyedApplier::Stop() {
+  stopping_ = true;
+  for (auto& w : workers_) {
+    { std::lock_guard<std::mutex> lock(w->mutex); }
+    w->wake.notify_all();
+    if (w->thread.joinable()) w->thread.join();
+  }
+  workers_.clear();
+}
+
+KeyedApplier::Worker* KeyedApplier::WorkerFor(const Change& change) const {
+  size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
+  return workers_[index].get();
+}
+
+void KeyedApplier::Dispatch(Change change) {
+  if (workers_.empty()) return;
+  Worker* w = WorkerFor(change);
+  {
+    std::lock_guard<std::mutex> lock(w->mutex);
+    w->queue.push_back(std::move(change));
+  }
+  w->wake.notify_one();
+}
+
+size_t KeyedApplier::queued() const {
+  size_t n = 0;
+  for (const auto& w : workers_) {
+    std::lock_guard<std::mutex> lock(w->mutex);
+    n += w->queue.size();
+  }
+  return n;
+}
+
+void KeyedApplier::WorkerLoop(Worker* w) {
+  for (;;) {
+    Change change;
+    {
+      std::unique_lock<std::mutex> lock(w->mutex);
+      w->wake.wait_for(lock, std::chrono::milliseconds(100),
+                       [&] { return stopping_.load() || !w->queue.empty(); });
+      if (stopping_) return;
+      if (w->queue.empty()) continue;
+      change = std::move(w->queue.front());
+      w->queue.pop_front();
+    }
+    std::string key = kind_->OrderingKey(change);
+    if (ParkIfKeyParked(key, change)) continue;
+    std::string error;
+    if (ApplyWithRetries(change, &error)) {
+      done_(change);
+    } else if (!stopping_) {
+      ParkWithKey(key, std::move(change), error);
+    }
+  }
+}
+
+bool KeyedApplier::ApplyWithRetries(const Change& change, std::string* error) {
+  auto backoff = options_.retry_backoff;
+  for (int attempt = 1; attempt <= options_.max_attempts && !stopping_; ++attempt) {
+    Status s = apply_(change);
+    if (s.ok()) return true;
+    ++errors_;
+    *error = s.ToString();
+    on_error_("LSN " + std::to_string(change.lsn) + " (" + change.container + "/" + change.id +
+              "), attempt " + std::to_string(attempt) + ": " + *error);
+    if (attempt < options_.max_attempts) {
+      std::this_thread::sleep_for(backoff);
+      backoff *= 2;
+    }
+  }
+  return false;
+}
+
+bool KeyedApplier::ParkIfKeyParked(const std::string& key, Change& change) {
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  auto it = parked_.find(key);
+  if (it == parked_.end()) return false;
+  it->second.push_back({std::move(change), ""});
+  ++parked_count_;
+  ++parked_total_;
+  return true;
+}
+
+void KeyedApplier::Park(Change change, const std::string& error) {
+  std::string key = kind_->OrderingKey(change);
+  ParkWithKey(key, std::move(change), error);
+}
+
+void KeyedApplier::ParkWithKey(const std::string& key, Change change, const std::string& error) {
+  FEEDD_LOG(kError, "processor") << options_.name << ": parked LSN " << change.lsn << " ("
+                                 << change.container << "/" << change.id
+                                 << ") and later changes of key '" << key << "': " << error;
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  parked_[key].push_back({std::move(change), error});
+  ++parked_count_;
+  ++parked_total_;
+}
+
+std::vector<ParkedChange> KeyedApplier::Parked() const {
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  std::vector<ParkedChange> out;
+  for (const auto& [key, list] : parked_) {
+    for (const auto& p : list) {
+      out.push_back(
+          {key, p.change.lsn, p.change.container, p.change.partition_key, p.change.id, p.error});
+    }
+  }
+  return out;
+}
+
+size_t KeyedApplier::ReplayParked() {
+  std::map<std::string, std::deque<ParkedEntry>> parked;
+  {
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    parked.swap(parked_);
+    parked_count_ = 0;
+  }
+  // To the front of their threads' queues, in order and at once: later
+  // changes of the same keys may be queued already and must not overtake.
+  std::map<Worker*, std::vector<Change>> by_worker;
+  size_t n = 0;
+  for (auto& [key, list] : parked) {
+    for (auto& p : list) {
+      if (workers_.empty()) break;
+      by_worker[WorkerFor(p.change)].push_back(std::move(p.change));
+      ++n;
+    }
+  }
+  for (auto& [w, changes] : by_worker) {
+    {
+      std::lock_guard<std::mutex> lock(w->mutex);
+      w->queue.insert(w->queue.begin(), std::make_move_iterator(changes.begin()),
+                      std::make_move_iterator(changes.end()));
+    }
+    w->wake.notify_one();
+  }
+  if (n > 0) {
+    FEEDD_LOG(kInfo, "processor") << options_.name << ": replaying " << n << " parked changes";
+  }
+  return n;
+}
+
+void KeyedApplier::ClearParked() {
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  parked_.clear();
+  parked_count_ = 0;
+}
+
+}  // namespace feedd

@@ -1,0 +1,119 @@
+// KeyedApplier: the worker threads of a processor, shared by the in-daemon
+// ProcessorInstance and the out-of-process ProcessorWorker.
+//
+// Dispatch() routes a change by the kind's ordering key: changes with equal
+// keys go to the same thread and are applied one at a time, in dispatch
+// order; other keys proceed in parallel. A change is applied through the
+// ApplyFn (which commits its effects); a failure is retried with exponential
+// backoff, and after `max_attempts` the change is parked together with every
+// later change of its key (order kept) until ReplayParked(). Other keys keep
+// flowing. Nothing is dropped except by Stop(), whose owner re-reads from
+// its last recorded position.
+//
+// Thread-safety: Dispatch(), Park(), Parked(), ReplayParked() and the
+// counters may be called from any thread, but not concurrently with Start()
+// or Stop(), which the owner serializes. ApplyFn / DoneFn / ErrorFn run on
+// the worker threads.
+// Ownership: borrows the kind, which must outlive the applier.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "processors/processor_kind.h"
+
+namespace feedd {
+
+struct ParkedChange {
+  std::string key;  // ordering key
+  Lsn lsn = 0;
+  std::string container, partition_key, id;
+  std::string error;  // of the last attempt (empty for changes parked behind it)
+};
+
+class KeyedApplier {
+ public:
+  struct Options {
+    std::string name;  // the processor, for logs
+    size_t parallelism = 4;
+    int max_attempts = 5;
+    std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
+  };
+  // Applies one change and commits its effects; OK when they are committed.
+  using ApplyFn = std::function<Status(const Change&)>;
+  // After a change was applied (its effects committed).
+  using DoneFn = std::function<void(const Change&)>;
+  // After each failed attempt, with a description.
+  using ErrorFn = std::function<void(const std::string&)>;
+
+  KeyedApplier(const ProcessorKind* kind, Options options, ApplyFn apply, DoneFn done,
+               ErrorFn on_error);
+  ~KeyedApplier();
+  KeyedApplier(const KeyedApplier&) = delete;
+  KeyedApplier& operator=(const KeyedApplier&) = delete;
+
+  void Start();
+  // Finishes the change each thread is applying and drops the queues.
+  void Stop();
+
+  // Queues `change` for its key's thread; dropped when stopped.
+  void Dispatch(Change change);
+  // Parks `change` (and later changes of its key) without applying it.
+  void Park(Change change, const std::string& error);
+
+  std::vector<ParkedChange> Parked() const;
+  // Puts every parked change back in front of its thread's queue, in order
+  // per key. Returns how many.
+  size_t ReplayParked();
+  void ClearParked();
+
+  uint64_t parked() const { return parked_count_.load(); }
+  uint64_t parked_total() const { return parked_total_.load(); }
+  uint64_t errors() const { return errors_.load(); }
+  // Changes in the queues (not applied, not parked).
+  size_t queued() const;
+
+ private:
+  struct Worker {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<Change> queue;
+    std::thread thread;
+  };
+  struct ParkedEntry {
+    Change change;
+    std::string error;
+  };
+
+  Worker* WorkerFor(const Change& change) const;
+  void WorkerLoop(Worker* w);
+  bool ApplyWithRetries(const Change& change, std::string* error);
+  bool ParkIfKeyParked(const std::string& key, Change& change);
+  void ParkWithKey(const std::string& key, Change change, const std::string& error);
+
+  const ProcessorKind* const kind_;
+  const Options options_;
+  const ApplyFn apply_;
+  const DoneFn done_;
+  const ErrorFn on_error_;
+
+  std::atomic<bool> stopping_{true};
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  mutable std::mutex park_mutex_;
+  std::map<std::string, std::deque<ParkedEntry>> parked_;  // by ordering key
+  std::atomic<uint64_t> parked_count_{0};
+  std::atomic<uint64_t> parked_total_{0};
+  std::atomic<uint64_t> errors_{0};
+};
+
+}  // namespace feedd
