@@ -12,27 +12,24 @@
 // The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
 // Exit codes: 0 ok, 1 differences found or the daemon answered an error,
 // 2 usage error or the daemon is unreachable.
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace {
+#include "util/http_client.h"
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = boost::asio::ip::tcp;
+namespace {
 
 constexpr int kOk = 0;
 constexpr int kFailed = 1;
 constexpr int kUsage = 2;
+// A verification recomputes whole views: allow it time.
+constexpr std::chrono::minutes kTimeout(30);
 
 struct Reply {
   int status = 0;
@@ -41,37 +38,22 @@ struct Reply {
 
 class Client {
  public:
-  explicit Client(std::string api) : api_(std::move(api)) {}
+  explicit Client(std::string api) : http_(std::move(api), kTimeout) {}
+  const std::string& api() const { return http_.address(); }
 
   // Throws std::runtime_error when the daemon cannot be reached.
-  Reply Call(http::verb method, const std::string& target) {
-    size_t colon = api_.rfind(':');
-    if (colon == std::string::npos) throw std::runtime_error("bad API address " + api_);
-    boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.connect(resolver.resolve(api_.substr(0, colon), api_.substr(colon + 1)));
-    http::request<http::string_body> req(method, target, 11);
-    req.set(http::field::host, api_);
-    req.set(http::field::content_type, "application/json");
-    if (method == http::verb::post) req.body() = "{}";
-    req.prepare_payload();
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64u * 1024 * 1024);
-    http::read(stream, buffer, parser);
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    Reply reply;
-    reply.status = parser.get().result_int();
-    boost::system::error_code parse_ec;
-    reply.body = boost::json::parse(parser.get().body(), parse_ec);
-    return reply;
+  Reply Call(std::string_view method, const std::string& target) {
+    auto reply = http_.Send(method, target, method == "POST" ? "{}" : "");
+    if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
+    Reply out;
+    out.status = reply->status;
+    boost::system::error_code ec;
+    out.body = boost::json::parse(reply->body, ec);
+    return out;
   }
 
  private:
-  std::string api_;
+  feedd::HttpClient http_;
 };
 
 std::string ErrorText(const Reply& r) {
@@ -84,7 +66,7 @@ std::string ErrorText(const Reply& r) {
 }
 
 std::vector<std::string> ProcessorNames(Client& client) {
-  Reply r = client.Call(http::verb::get, "/v1/processors");
+  Reply r = client.Call("GET", "/v1/processors");
   std::vector<std::string> names;
   for (const auto& p : r.body.at("processors").as_array()) {
     names.emplace_back(p.at("name").as_string());
@@ -93,7 +75,7 @@ std::vector<std::string> ProcessorNames(Client& client) {
 }
 
 int Processors(Client& client) {
-  Reply r = client.Call(http::verb::get, "/v1/processors");
+  Reply r = client.Call("GET", "/v1/processors");
   if (r.status != 200) {
     std::cerr << "feedctl: " << ErrorText(r) << "\n";
     return kFailed;
@@ -120,7 +102,7 @@ int Verify(Client& client, std::vector<std::string> names) {
   if (names.empty()) names = ProcessorNames(client);
   int rc = kOk;
   for (const auto& name : names) {
-    Reply r = client.Call(http::verb::post, "/v1/processors/" + name + "/verify");
+    Reply r = client.Call("POST", "/v1/processors/" + name + "/verify");
     if (r.status != 200) {
       std::cout << name << ": cannot verify: " << ErrorText(r) << "\n";
       rc = kFailed;
@@ -138,7 +120,7 @@ int Verify(Client& client, std::vector<std::string> names) {
   return rc;
 }
 
-int Simple(Client& client, http::verb method, const std::string& target) {
+int Simple(Client& client, std::string_view method, const std::string& target) {
   Reply r = client.Call(method, target);
   std::cout << boost::json::serialize(r.body) << "\n";
   return r.status == 200 ? kOk : kFailed;
@@ -183,12 +165,12 @@ int main(int argc, char** argv) {
     if (command == "verify") return Verify(client, {args.begin() + 1, args.end()});
     if (args.size() != 2) return Usage();
     const std::string base = "/v1/processors/" + args[1];
-    if (command == "rebuild") return Simple(client, http::verb::post, base + "/rebuild");
-    if (command == "parked") return Simple(client, http::verb::get, base + "/parked");
-    if (command == "replay") return Simple(client, http::verb::post, base + "/parked/replay");
+    if (command == "rebuild") return Simple(client, "POST", base + "/rebuild");
+    if (command == "parked") return Simple(client, "GET", base + "/parked");
+    if (command == "replay") return Simple(client, "POST", base + "/parked/replay");
     return Usage();
   } catch (const std::exception& e) {
-    std::cerr << "feedctl: " << api << ": " << e.what() << "\n";
+    std::cerr << "feedctl: " << client.api() << ": " << e.what() << "\n";
     return kUsage;
   }
 }

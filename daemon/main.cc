@@ -22,6 +22,7 @@
 #include "daemon/ready_file.h"
 #include "daemon/state_collector.h"
 #include "daemon/systemd_notifier.h"
+#include "daemon/worker_main.h"
 #include "feed/embedded_broker.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
@@ -48,34 +49,6 @@ HttpServerOptions HttpOptions(const DaemonConfig& config) {
 }
 
 }  // namespace
-
-bool UsesDefaultContainers(const DaemonConfig& config) {
-  auto by_name = [](std::vector<ContainerSpec> specs) {
-    std::sort(specs.begin(), specs.end(),
-              [](const auto& a, const auto& b) { return a.name < b.name; });
-    return specs;
-  };
-  auto configured = by_name(config.store.containers);
-  auto defaults = by_name(DefaultContainers());
-  if (configured.size() != defaults.size()) return false;
-  for (size_t i = 0; i < defaults.size(); ++i) {
-    if (configured[i].name != defaults[i].name ||
-        configured[i].partition_key_path != defaults[i].partition_key_path ||
-        configured[i].index_paths != defaults[i].index_paths) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// The processor settings the daemon runs: the declared ones, or the
-// scenario's three views on the default containers.
-std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config) {
-  if (!config.processor_settings.empty() || !UsesDefaultContainers(config)) {
-    return config.processor_settings;
-  }
-  return ProcessorManager::DefaultSettings();
-}
 
 namespace {
 
@@ -242,6 +215,13 @@ int Run(const DaemonConfig& config) {
 }  // namespace feedd
 
 int main(int argc, char** argv) {
+  // `feedd worker ...`: processors outside the daemon (daemon/worker_main.h).
+  const bool worker = argc > 1 && std::strcmp(argv[1], "worker") == 0;
+  if (worker) {
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   feedd::CommandFlags flags;
   feedd::Result<feedd::DaemonConfig> config = feedd::LoadConfig(argc, argv, environ, &flags);
   if (flags.help) {
@@ -271,7 +251,7 @@ int main(int argc, char** argv) {
   }
   feedd::SetLogLevel(config->log_level);
   try {
-    return feedd::Run(*config);
+    return worker ? feedd::RunWorker(*config) : feedd::Run(*config);
   } catch (const std::exception& e) {
     FEEDD_LOG(kError, "main") << "fatal: " << e.what();
     return feedd::kExitStartupFailure;

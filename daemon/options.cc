@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "processors/processor_manager.h"
 #include "storage/container_spec.h"
 
 namespace feedd {
@@ -234,6 +235,34 @@ const OptionSpec kOptions[] = {
        c.ready_file = std::string(v);
        return Status::Ok();
      }},
+    {"worker.api", "127.0.0.1:8080", "feedd worker: the daemon's HTTP API, HOST:PORT",
+     [](std::string_view v, DaemonConfig& c) {
+       HostPort parsed;
+       Status s = ParseHostPortInto(v, &parsed);
+       if (s.ok()) c.worker_api = parsed.ToString();
+       return s;
+     }},
+    {"worker.processors", "",
+     "feedd worker: processors to run, comma-separated (default: those with run = worker)",
+     [](std::string_view v, DaemonConfig& c) {
+       c.worker_processors.clear();
+       while (!v.empty()) {
+         size_t comma = v.find(',');
+         std::string_view name = v.substr(0, comma);
+         if (!name.empty()) c.worker_processors.emplace_back(name);
+         v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+       }
+       return Status::Ok();
+     }},
+    {"worker.metrics_listen", "127.0.0.1:9465",
+     "feedd worker: Prometheus metrics address HOST:PORT (port 0 = any)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseHostPortInto(v, &c.worker_metrics_listen);
+     }},
+    {"worker.verify", "false",
+     "feedd worker: recompute the views of its processors, print every difference and exit "
+     "(0: none)",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.worker_verify); }},
     {"instance.name", "feedd", "name of this daemon (Kafka source.name, metrics)",
      [](std::string_view v, DaemonConfig& c) {
        Status s = ParseNonEmpty(v, &c.instance_name);
@@ -555,6 +584,38 @@ std::string OptionsHelp() {
          "  kafka.<property>                librdkafka property, passed through\n"
          "  processor.<name>.<key>          processor settings\n";
   return out.str();
+}
+
+namespace {
+
+bool UsesDefaultContainers(const DaemonConfig& config) {
+  auto by_name = [](std::vector<ContainerSpec> specs) {
+    std::sort(specs.begin(), specs.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    return specs;
+  };
+  auto configured = by_name(config.store.containers);
+  auto defaults = by_name(DefaultContainers());
+  if (configured.size() != defaults.size()) return false;
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    if (configured[i].name != defaults[i].name ||
+        configured[i].partition_key_path != defaults[i].partition_key_path ||
+        configured[i].index_paths != defaults[i].index_paths) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// The processor settings the daemon runs: the declared ones, or the
+// scenario's three views on the default containers.
+std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config) {
+  if (!config.processor_settings.empty() || !UsesDefaultContainers(config)) {
+    return config.processor_settings;
+  }
+  return ProcessorManager::DefaultSettings();
 }
 
 }  // namespace feedd

@@ -60,6 +60,14 @@ struct DaemonConfig {
   bool processors_enabled = true;
 
   std::string ready_file;  // "" when none
+
+  // feedd worker (docs/processors.md, "Scale-out"): the daemon's API, the
+  // processors to run ("" = those with run = worker), and where to serve
+  // the worker's metrics.
+  std::string worker_api;
+  std::vector<std::string> worker_processors;
+  HostPort worker_metrics_listen;
+  bool worker_verify = false;  // check the views and exit
   std::string instance_name;
 };
 
@@ -76,6 +84,11 @@ struct CommandFlags {
 // When --help or --version is given, neither the environment nor a config
 // file is read and the returned configuration holds the defaults.
 // REQUIRES: flags != nullptr.
+// The processor settings of `config`: the declared ones, or the scenario's
+// three views (ProcessorManager::DefaultSettings) when none is declared and
+// the containers are the default ones.
+std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config);
+
 Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* const* envp,
                                 CommandFlags* flags);
 

@@ -45,11 +45,15 @@
 namespace feedd {
 
 enum class ProcessorSource { kKafka, kLocal };
+// Where an instance runs: in the daemon (ProcessorInstance) or in `feedd
+// worker` processes (ProcessorWorker).
+enum class ProcessorHost { kDaemon, kWorker };
 
 struct ProcessorConfig {
   std::string name;
   std::string kind;
   ProcessorSource source = ProcessorSource::kKafka;
+  ProcessorHost host = ProcessorHost::kDaemon;
   size_t parallelism = 4;                       // worker threads
   int max_attempts = 5;                         // before a change is parked
   std::chrono::milliseconds retry_backoff{50};  // doubled per attempt

@@ -38,6 +38,11 @@ class ProcessorKind {
   // Changes with equal keys are applied in order, one at a time.
   virtual std::string OrderingKey(const Change& change) const = 0;
 
+  // Whether several processes may apply changes of different partition
+  // keys at the same time (feedd worker) and the view still converges. Not
+  // so for a kind that keeps one view for all changes (top_n).
+  virtual bool Distributable() const { return true; }
+
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
   // Derives the whole view from the current source state.
   virtual Status Rebuild(ViewContext& ctx) const = 0;

@@ -88,6 +88,16 @@ Result<std::vector<ParsedInstance>> ParseInstances(
     } else {
       return s.Error("source", "must be kafka or local, got '" + source + "'");
     }
+    std::string run = s.Optional("run", "daemon");
+    if (run == "worker") {
+      if (!kafka_enabled) return s.Error("run", "is worker but kafka.brokers = none");
+      if (config.source != ProcessorSource::kKafka) {
+        return s.Error("run", "is worker, which needs source = kafka");
+      }
+      config.host = ProcessorHost::kWorker;
+    } else if (run != "daemon") {
+      return s.Error("run", "must be daemon or worker, got '" + run + "'");
+    }
     uint64_t parallelism, attempts, backoff, grace;
     for (auto [key, fallback, min, max, out] :
          {std::tuple{"parallelism", "4", 1, 64, &parallelism},
@@ -100,13 +110,18 @@ Result<std::vector<ParsedInstance>> ParseInstances(
     config.max_attempts = static_cast<int>(attempts);
     config.retry_backoff = std::chrono::milliseconds(backoff);
     config.kafka_grace = std::chrono::milliseconds(grace);
-    for (const char* key :
-         {"kind", "source", "parallelism", "max_attempts", "retry_backoff_ms", "kafka_grace_ms"}) {
+    for (const char* key : {"kind", "source", "run", "parallelism", "max_attempts",
+                            "retry_backoff_ms", "kafka_grace_ms"}) {
       s.values.erase(key);
     }
     config.settings = s;
     auto kind = ProcessorRegistry::Create(config.kind, s, containers);
     if (!kind.ok()) return kind.status();
+    if (config.host == ProcessorHost::kWorker && !(*kind)->Distributable()) {
+      return s.Error("run", "is worker, but kind " + config.kind +
+                                " keeps one view for all changes and must run in one place: "
+                                "the daemon");
+    }
     parsed.push_back({std::move(config), std::move(*kind)});
   }
   return parsed;
@@ -128,6 +143,7 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   for (auto& p : *parsed) {
+    if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
     bool uses_kafka = p.config.source == ProcessorSource::kKafka;
     if (on_view_committed) {
       p.config.on_view_committed = [on_view_committed, name = p.config.name](double seconds) {
@@ -139,6 +155,38 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
         uses_kafka ? kafka : std::optional<KafkaConsumerConfig>()));
   }
   return manager;
+}
+
+Result<std::vector<std::unique_ptr<ProcessorWorker>>> ProcessorManager::CreateWorkers(
+    const std::map<std::string, std::string>& settings, std::vector<ContainerSpec> containers,
+    const WorkerOptions& options, const std::vector<std::string>& names,
+    std::function<void(const std::string& processor, double seconds)> on_view_committed) {
+  auto parsed = ParseInstances(settings, containers, /*kafka_enabled=*/true);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<std::unique_ptr<ProcessorWorker>> workers;
+  for (auto& p : *parsed) {
+    bool named = std::find(names.begin(), names.end(), p.config.name) != names.end();
+    if (names.empty() ? p.config.host != ProcessorHost::kWorker : !named) continue;
+    if (on_view_committed) {
+      p.config.on_view_committed = [on_view_committed, name = p.config.name](double seconds) {
+        on_view_committed(name, seconds);
+      };
+    }
+    auto worker =
+        ProcessorWorker::Create(std::move(p.config), std::move(p.kind), containers, options);
+    if (!worker.ok()) return worker.status();
+    workers.push_back(std::move(*worker));
+  }
+  for (const auto& name : names) {
+    bool found = std::any_of(workers.begin(), workers.end(),
+                             [&](const auto& w) { return w->name() == name; });
+    if (!found) return Status(ErrorCode::kInvalidRequest, "no processor named '" + name + "'");
+  }
+  if (workers.empty()) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "no processor to run: none has processor.<name>.run = worker");
+  }
+  return workers;
 }
 
 Status ProcessorManager::Start() {

@@ -14,13 +14,15 @@
 #include <vector>
 
 #include "processors/processor_instance.h"
+#include "processors/processor_worker.h"
 
 namespace feedd {
 
 class ProcessorManager {
  public:
   // `settings`: "<name>.<key>" -> value, from processor.<name>.<key>.
-  // Instance keys understood here: kind, source (kafka|local), parallelism,
+  // Instance keys understood here: kind, source (kafka|local), run
+  // (daemon|worker: worker instances are skipped here), parallelism,
   // max_attempts, retry_backoff_ms, kafka_grace_ms; the rest go to the kind.
   // `kafka` is nullopt when publishing is off (then every source is local).
   // `on_view_committed(processor, seconds)`, when set, observes each
@@ -28,6 +30,13 @@ class ProcessorManager {
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings,
       std::optional<KafkaConsumerConfig> kafka,
+      std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
+  // The instances that `feedd worker` runs: those named in `names`, or when
+  // it is empty those with processor.<name>.run = worker. `containers` are
+  // the daemon's (GET /v1/containers).
+  static Result<std::vector<std::unique_ptr<ProcessorWorker>>> CreateWorkers(
+      const std::map<std::string, std::string>& settings, std::vector<ContainerSpec> containers,
+      const WorkerOptions& options, const std::vector<std::string>& names,
       std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
   // What Create() checks, without a store (for feedd --check-config).
   static Status Validate(const std::map<std::string, std::string>& settings,

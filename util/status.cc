@@ -62,6 +62,13 @@ CodeInfo Info(ErrorCode code) {
 
 std::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }
 
+ErrorCode ErrorCodeFromName(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::kLsnWaitTimeout); ++i) {
+    if (Info(static_cast<ErrorCode>(i)).name == name) return static_cast<ErrorCode>(i);
+  }
+  return ErrorCode::kInternal;
+}
+
 int ErrorCodeHttpStatus(ErrorCode code) { return Info(code).http_status; }
 
 std::string Status::ToString() const {

@@ -47,6 +47,8 @@ enum class ErrorCode {
 
 // The stable snake_case name of `code`, e.g. "partition_key_mismatch".
 std::string_view ErrorCodeName(ErrorCode code);
+// The code named `name`, or kInternal when no code has that name.
+ErrorCode ErrorCodeFromName(std::string_view name);
 // The HTTP status that reports `code`, e.g. 400.
 int ErrorCodeHttpStatus(ErrorCode code);
 

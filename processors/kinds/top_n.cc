@@ -37,6 +37,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
   std::string OrderingKey(const Change&) const override { return target_container; }
+  bool Distributable() const override { return false; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     auto source = ctx.Read(change.container, change.partition_key, change.id);

@@ -1,0 +1,149 @@
+#include "daemon/worker_main.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json.hpp>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "daemon/metrics_server.h"
+#include "daemon/worker_collector.h"
+#include "processors/http_view_context.h"
+#include "processors/processor_manager.h"
+#include "util/http_client.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitStartupFailure = 1;
+constexpr int kExitBadConfig = 2;
+
+// The embedded broker's address, as the daemon reports it.
+Result<std::string> EmbeddedBootstrap(HttpClient& client) {
+  auto reply = client.Send("GET", "/v1/feed");
+  if (!reply.ok()) return reply.status();
+  if (Status s = StatusOfReply(*reply); !s.ok()) return s;
+  boost::system::error_code ec;
+  boost::json::value info = boost::json::parse(reply->body, ec);
+  const boost::json::value* bootstrap = nullptr;
+  if (!ec && info.is_object()) {
+    if (const auto* kafka = info.as_object().if_contains("kafka"); kafka && kafka->is_object()) {
+      bootstrap = kafka->as_object().if_contains("bootstrapServers");
+    }
+  }
+  if (bootstrap == nullptr || !bootstrap->is_string()) {
+    return Status(ErrorCode::kUnavailable, "the daemon at " + client.address() +
+                                               " does not publish to Kafka (kafka.brokers = none)");
+  }
+  return std::string(bootstrap->as_string());
+}
+
+}  // namespace
+
+int RunWorker(const DaemonConfig& config) {
+  boost::asio::io_context signal_io(1);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> stop{false};
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) stop = true;
+  });
+  std::thread signal_thread([&] { signal_io.run(); });
+  auto finish = [&](int code) {
+    signals.cancel();
+    signal_io.stop();
+    signal_thread.join();
+    return code;
+  };
+
+  if (config.kafka.brokers == "none") {
+    FEEDD_LOG(kError, "worker") << "feedd worker consumes Kafka, but kafka.brokers = none";
+    return finish(kExitBadConfig);
+  }
+  FEEDD_LOG(kInfo, "worker") << "feedd worker " << FEEDD_VERSION << " starting; daemon at "
+                             << config.worker_api;
+  // The daemon may start after us (or restart): wait for it.
+  HttpClient client(config.worker_api, std::chrono::seconds(10));
+  Result<std::vector<ContainerSpec>> containers = FetchContainers(client);
+  for (int attempt = 0; !containers.ok() && !stop; ++attempt) {
+    if (attempt % 10 == 0) {
+      FEEDD_LOG(kWarning, "worker") << "waiting for the daemon: " << containers.status().ToString();
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    containers = FetchContainers(client);
+  }
+  if (stop) return finish(kExitOk);
+
+  std::string bootstrap = config.kafka.brokers;
+  if (bootstrap == "embedded") {
+    auto embedded = EmbeddedBootstrap(client);
+    if (!embedded.ok()) {
+      FEEDD_LOG(kError, "worker") << embedded.status().message();
+      return finish(kExitStartupFailure);
+    }
+    bootstrap = *embedded;
+  }
+
+  MetricsServer metrics;
+  WorkerOptions options;
+  options.api = config.worker_api;
+  options.kafka =
+      KafkaConsumerConfig{bootstrap, config.kafka.topic_prefix, config.kafka.properties};
+  auto created =
+      ProcessorManager::CreateWorkers(ProcessorSettingsOf(config), *containers, options,
+                                      config.worker_processors, metrics.ViewCommitObserver());
+  if (!created.ok()) {
+    FEEDD_LOG(kError, "worker") << "bad processor configuration: " << created.status().message();
+    return finish(kExitBadConfig);
+  }
+  std::vector<std::unique_ptr<ProcessorWorker>> workers = std::move(*created);
+  if (config.worker_verify) {
+    int rc = kExitOk;
+    for (auto& w : workers) {
+      auto differences = w->Verify();
+      if (!differences.ok()) {
+        std::cout << w->name() << ": cannot verify: " << differences.status().ToString() << "\n";
+        rc = kExitStartupFailure;
+      } else if (differences->empty()) {
+        std::cout << w->name() << ": ok\n";
+      } else {
+        rc = kExitStartupFailure;
+        std::cout << w->name() << ": " << differences->size() << " difference(s)\n";
+        for (const auto& d : *differences) std::cout << "  " << d << "\n";
+      }
+    }
+    return finish(rc);
+  }
+  auto stop_all = [&] {
+    metrics.Stop();
+    for (auto& w : workers) w->Stop();
+  };
+  for (auto& w : workers) {
+    if (Status s = w->Start(); !s.ok()) {
+      FEEDD_LOG(kError, "worker") << w->name() << ": " << s.ToString();
+      stop_all();
+      return finish(kExitStartupFailure);
+    }
+  }
+  // The exposer holds collectables weakly: this one lives until the end.
+  auto collector = std::make_shared<WorkerCollector>(&workers);
+  auto address = metrics.Start(config.worker_metrics_listen, collector);
+  if (!address.ok()) {
+    FEEDD_LOG(kError, "worker") << address.status().message();
+    stop_all();
+    return finish(kExitStartupFailure);
+  }
+  FEEDD_LOG(kInfo, "worker") << "ready: " << workers.size() << " processor(s), metrics on http://"
+                             << *address << "/metrics";
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  FEEDD_LOG(kInfo, "worker") << "stopping";
+  stop_all();
+  FEEDD_LOG(kInfo, "worker") << "stopped";
+  return finish(kExitOk);
+}
+
+}  // namespace feedd

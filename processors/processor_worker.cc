@@ -1,0 +1,600 @@
+#include "processors/processor_worker.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "processors/http_view_context.h"
+#include "processors/keyed_applier.h"
+#include "util/clock.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+constexpr auto kCommitInterval = std::chrono::milliseconds(200);
+constexpr size_t kMaxInFlight = 20000;  // back-pressure on the consumer
+constexpr int kFeedPage = 1000;
+
+std::string_view HeaderValue(const rd_kafka_message_t* m, const char* name) {
+  rd_kafka_headers_t* headers = nullptr;
+  const void* value = nullptr;
+  size_t size = 0;
+  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+      rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+      value == nullptr) {
+    return {};
+  }
+  return {static_cast<const char*>(value), size};
+}
+
+Lsn ParseLsn(std::string_view text) {
+  Lsn lsn = 0;
+  std::from_chars(text.data(), text.data() + text.size(), lsn);
+  return lsn;
+}
+
+}  // namespace
+
+class ProcessorWorker::Impl {
+ public:
+  Impl(ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+       std::vector<ContainerSpec> containers, WorkerOptions options)
+      : config_(std::move(config)),
+        kind_(std::move(kind)),
+        containers_(std::move(containers)),
+        options_(std::move(options)) {
+    for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
+    applier_ = std::make_unique<KeyedApplier>(
+        kind_.get(),
+        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
+                              config_.retry_backoff},
+        [this](const Change& change) { return ApplyOnce(change); },
+        [this](const Change& change) { OnApplied(change); },
+        [this](const std::string& error) { SetError(error); });
+  }
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    std::map<std::string, std::string> props = {
+        {"bootstrap.servers", options_.kafka.bootstrap},
+        {"group.id", "feedd-processor-" + config_.name},
+        {"client.id", "feedd-worker-" + config_.name},
+        {"enable.auto.commit", "false"},
+        {"auto.offset.reset", "earliest"},  // what retention dropped: see CatchUp()
+        {"fetch.wait.max.ms", "5"},
+        {"log_level", "3"},
+    };
+    for (const auto& [k, v] : options_.kafka.properties) props[k] = v;
+    for (const auto& [k, v] : props) {
+      rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err));  // producer-only: ignored
+    }
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_rebalance_cb(conf, &Impl::RebalanceCallback);
+    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (consumer_ == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return Status(ErrorCode::kUnavailable, std::string("kafka consumer: ") + err);
+    }
+    rd_kafka_poll_set_consumer(consumer_);
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(4);
+    for (const auto& c : sources_) {
+      rd_kafka_topic_partition_list_add(topics, (options_.kafka.topic_prefix + c).c_str(),
+                                        RD_KAFKA_PARTITION_UA);
+    }
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer_, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_destroy(consumer_);
+      consumer_ = nullptr;
+      return Status(ErrorCode::kUnavailable,
+                    std::string("kafka subscribe: ") + rd_kafka_err2str(e));
+    }
+    applier_->Start();
+    stopping_ = false;
+    SetState("running");
+    poll_thread_ = std::thread([this] { PollLoop(); });
+    FEEDD_LOG(kInfo, "worker") << config_.name << " (" << config_.kind << ") joined group "
+                               << props["group.id"] << " at " << options_.kafka.bootstrap
+                               << ", writing to " << options_.api;
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (stopping_.exchange(true)) return;
+    if (poll_thread_.joinable()) poll_thread_.join();
+    applier_->Stop();
+    SetState("stopped");
+  }
+
+  const std::string& name() const { return config_.name; }
+
+  Result<std::vector<std::string>> Verify() {
+    HttpClient client(options_.api, options_.http_timeout);
+    HttpViewContext ctx(&client, &containers_);
+    std::vector<std::string> differences;
+    if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
+    return differences;
+  }
+
+  WorkerStatus GetStatus() const {
+    WorkerStatus s;
+    s.name = config_.name;
+    s.kind = config_.kind;
+    {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      s.state = state_;
+      s.last_error = last_error_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      s.assigned_partitions = partitions_.size();
+      s.in_flight = positions_.size();
+    }
+    s.applied = applied_.load();
+    s.view_writes = view_writes_.load();
+    s.errors = applier_->errors();
+    s.parked = applier_->parked();
+    s.catch_ups = catch_ups_.load();
+    s.rebalances = rebalances_.load();
+    s.unrecoverable_gaps = lost_.load();
+    if (s.state == "running" && s.parked > 0) s.state = "degraded";
+    return s;
+  }
+
+ private:
+  using PartitionKey = std::pair<std::string, int32_t>;  // topic, partition
+  struct Pending {
+    bool done = false;
+    Lsn lsn = 0;
+  };
+  struct Partition {
+    std::map<int64_t, Pending> offsets;  // received, in offset order
+    // The offset the next message should have, and the LSN of the last
+    // message before it (from the committed offset's metadata on assignment).
+    int64_t expected_offset = 0;
+    Lsn last_lsn = 0;
+    Lsn skip_through = 0;     // applied from the durable feed up to here
+    bool progressed = false;  // offsets to commit
+    int64_t commit_offset = -1;
+    Lsn commit_lsn = 0;
+  };
+  struct Position {
+    PartitionKey partition;
+    int64_t offset = -1;  // -1: applied from the durable feed
+  };
+
+  // ---- applying (worker threads) ----
+  HttpClient* LeaseClient() {
+    std::lock_guard<std::mutex> lock(clients_mutex_);
+    if (idle_clients_.empty()) {
+      all_clients_.push_back(std::make_unique<HttpClient>(options_.api, options_.http_timeout));
+      return all_clients_.back().get();
+    }
+    HttpClient* client = idle_clients_.back();
+    idle_clients_.pop_back();
+    return client;
+  }
+  void ReturnClient(HttpClient* client) {
+    std::lock_guard<std::mutex> lock(clients_mutex_);
+    idle_clients_.push_back(client);
+  }
+
+  Status ApplyOnce(const Change& change) {
+    HttpClient* client = LeaseClient();
+    HttpViewContext ctx(client, &containers_);
+    Status s = kind_->Apply(change, ctx);
+    if (s.ok()) s = ctx.Commit();
+    ReturnClient(client);
+    if (!s.ok()) return s;
+    view_writes_ += ctx.writes_committed();
+    if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
+      uint64_t now = Clock::System()->NowMillis();
+      config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
+    }
+    return Status::Ok();
+  }
+
+  void OnApplied(const Change& change) {
+    ++applied_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = positions_.find(change.lsn);
+    if (it == positions_.end()) return;
+    if (it->second.offset >= 0) {
+      auto part = partitions_.find(it->second.partition);
+      if (part != partitions_.end()) {
+        auto pending = part->second.offsets.find(it->second.offset);
+        if (pending != part->second.offsets.end()) pending->second.done = true;
+      }
+    }
+    positions_.erase(it);
+    drained_.notify_all();
+  }
+
+  // ---- the consumer (poll thread) ----
+  void PollLoop() {
+    auto last_commit = std::chrono::steady_clock::now();
+    while (!stopping_) {
+      bool full;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        full = positions_.size() >= kMaxInFlight;
+      }
+      if (full) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      } else {
+        for (int i = 0; i < 1000 && !stopping_; ++i) {
+          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, i == 0 ? 20 : 0);
+          if (m == nullptr) break;
+          OnMessage(m);
+          rd_kafka_message_destroy(m);
+        }
+      }
+      if (std::chrono::steady_clock::now() - last_commit >= kCommitInterval) {
+        CommitProgress(false);
+        last_commit = std::chrono::steady_clock::now();
+      }
+    }
+    // Leaving: finish what is in flight (bounded), commit it, leave the group.
+    WaitDrained([](const PartitionKey&) { return true; });
+    CommitProgress(true);
+    rd_kafka_consumer_close(consumer_);
+    rd_kafka_destroy(consumer_);
+    consumer_ = nullptr;
+  }
+
+  void OnMessage(const rd_kafka_message_t* m) {
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        SetError(std::string("kafka: ") + rd_kafka_message_errstr(m));
+      }
+      return;
+    }
+    PartitionKey key{rd_kafka_topic_name(m->rkt), m->partition};
+    const Lsn lsn = ParseLsn(HeaderValue(m, "feedd-lsn"));
+    std::optional<Change> change;
+    if (lsn != 0 && m->payload != nullptr) change = ToChange(m, lsn);
+
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto part = partitions_.find(key);
+    if (part == partitions_.end()) return;  // revoked meanwhile
+    if (m->offset > part->second.expected_offset) {
+      // Offsets are contiguous: the broker's retention dropped messages this
+      // group had not consumed (the consumer was reset to the earliest one).
+      const Lsn after = part->second.last_lsn;
+      const int64_t expected = part->second.expected_offset;
+      lock.unlock();
+      CatchUp(key, after, expected, m->offset);
+      lock.lock();
+      part = partitions_.find(key);
+      if (part == partitions_.end()) return;
+    }
+    part->second.expected_offset = m->offset + 1;
+    if (lsn != 0) part->second.last_lsn = lsn;
+    Pending& pending = part->second.offsets[m->offset];
+    pending.lsn = lsn;
+    // Nothing to apply: a tombstone, another kind of message, a change
+    // already applied from the durable feed, or a duplicate in flight.
+    if (!change || lsn <= part->second.skip_through || positions_.count(lsn) != 0) {
+      pending.done = true;
+      return;
+    }
+    positions_[lsn] = Position{key, m->offset};
+    applier_->Dispatch(std::move(*change));
+  }
+
+  // The change a message carries: its native envelope, or (for a shrunk or
+  // foreign envelope) what its headers and key say - enough for
+  // level-triggered kinds, which read the current state anyway.
+  std::optional<Change> ToChange(const rd_kafka_message_t* m, Lsn lsn) const {
+    auto parsed = ParseChange(std::string_view(static_cast<const char*>(m->payload), m->len));
+    if (parsed.ok() && parsed->lsn == lsn) {
+      if (sources_.count(parsed->container) == 0) return std::nullopt;
+      return std::move(*parsed);
+    }
+    Change change;
+    change.lsn = lsn;
+    change.container = std::string(HeaderValue(m, "feedd-container"));
+    change.id = std::string(HeaderValue(m, "feedd-id"));
+    if (m->key != nullptr)
+      change.partition_key.assign(static_cast<const char*>(m->key), m->key_len);
+    std::string_view op = HeaderValue(m, "feedd-op");
+    change.op = op == "delete" ? ChangeOp::kDelete
+                               : (op == "replace" ? ChangeOp::kReplace : ChangeOp::kCreate);
+    if (sources_.count(change.container) == 0 || change.id.empty()) return std::nullopt;
+    return change;
+  }
+
+  // Commits, per partition, the offset of the first change not yet applied.
+  void CommitProgress(bool sync) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(8);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [key, part] : partitions_) {
+        auto& offsets = part.offsets;
+        while (!offsets.empty() && offsets.begin()->second.done) {
+          part.commit_offset = offsets.begin()->first + 1;
+          if (offsets.begin()->second.lsn != 0) part.commit_lsn = offsets.begin()->second.lsn;
+          offsets.erase(offsets.begin());
+          part.progressed = true;
+        }
+        if (!part.progressed) continue;
+        part.progressed = false;
+        auto* p = rd_kafka_topic_partition_list_add(list, key.first.c_str(), key.second);
+        p->offset = part.commit_offset;
+        std::string metadata = std::to_string(part.commit_lsn);
+        p->metadata = strdup(metadata.c_str());  // freed with the list
+        p->metadata_size = metadata.size();
+      }
+    }
+    if (list->cnt > 0) {
+      rd_kafka_resp_err_t e = rd_kafka_commit(consumer_, list, sync ? 0 : 1);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        SetError(std::string("committing offsets: ") + rd_kafka_err2str(e));
+      }
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+
+  // Waits (at most revoke_wait) until the partitions selected by `which`
+  // have nothing in flight.
+  template <typename Which>
+  void WaitDrained(Which which) {
+    auto deadline = std::chrono::steady_clock::now() + options_.revoke_wait;
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto busy = [&] {
+      for (const auto& [key, part] : partitions_) {
+        if (!which(key)) continue;
+        for (const auto& [offset, pending] : part.offsets) {
+          if (!pending.done) return true;
+        }
+      }
+      return false;
+    };
+    while (busy() && applier_->parked() == 0) {
+      if (drained_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
+  }
+
+  static void RebalanceCallback(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+    static_cast<Impl*>(opaque)->OnRebalance(rk, err, partitions);
+  }
+
+  void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                   rd_kafka_topic_partition_list_t* partitions) {
+    const bool cooperative = std::string(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      ++rebalances_;
+      // Where this group stands: the committed offsets and the LSNs recorded
+      // with them (nothing committed: from offset 0 and LSN 0).
+      rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(partitions);
+      rd_kafka_resp_err_t e = rd_kafka_committed(rk, committed, 10000);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        SetError(std::string("reading committed offsets: ") + rd_kafka_err2str(e));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (int i = 0; i < committed->cnt; ++i) {
+          const rd_kafka_topic_partition_t& c = committed->elems[i];
+          Partition part;
+          if (e == RD_KAFKA_RESP_ERR_NO_ERROR && c.err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+              c.offset >= 0) {
+            part.expected_offset = c.offset;
+            if (c.metadata != nullptr) {
+              part.last_lsn = ParseLsn({static_cast<const char*>(c.metadata), c.metadata_size});
+            }
+          }
+          partitions_[{c.topic, c.partition}] = part;
+        }
+      }
+      rd_kafka_topic_partition_list_destroy(committed);
+      FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << partitions->cnt
+                                 << " partition(s)";
+      if (cooperative) {
+        rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions);
+        if (e != nullptr) rd_kafka_error_destroy(e);
+      } else {
+        rd_kafka_assign(rk, partitions);
+      }
+      return;
+    }
+    // Revoked (or lost): let their in-flight changes finish, commit, hand over.
+    std::set<PartitionKey> revoked;
+    for (int i = 0; i < partitions->cnt; ++i) {
+      revoked.insert({partitions->elems[i].topic, partitions->elems[i].partition});
+    }
+    WaitDrained([&](const PartitionKey& key) { return revoked.count(key) != 0; });
+    CommitProgress(true);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& key : revoked) partitions_.erase(key);
+    }
+    FEEDD_LOG(kInfo, "worker") << config_.name << ": handed over " << partitions->cnt
+                               << " partition(s)";
+    if (cooperative) {
+      rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions);
+      if (e != nullptr) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+
+  // ---- behind retention ----
+  // Messages [expected, got) of `key` are gone from the broker. Applies that
+  // partition's changes after LSN `after` from the durable feed, up to the
+  // head; the messages that follow and are covered are then passed over.
+  void CatchUp(const PartitionKey& key, Lsn after, int64_t expected, int64_t got) {
+    const auto& [topic, partition] = key;
+    ++catch_ups_;
+    SetState("catching_up");
+    FEEDD_LOG(kWarning, "worker") << config_.name << ": " << topic << "[" << partition
+                                  << "] offsets " << expected << ".." << got - 1
+                                  << " are no longer held by the broker; applying that "
+                                     "partition's changes after LSN "
+                                  << after << " from the durable feed";
+    auto covered = ApplyFromDurableFeed(topic, partition, after);
+    // The daemon unreachable: try again (this partition waits, visibly).
+    for (auto backoff = std::chrono::milliseconds(100);
+         !covered.ok() && covered.status().code() != ErrorCode::kLsnNotRetained && !stopping_;
+         backoff = std::min(backoff * 2, std::chrono::milliseconds(5000))) {
+      SetError(topic + "[" + std::to_string(partition) +
+               "]: catching up from the durable feed: " + covered.status().ToString());
+      std::this_thread::sleep_for(backoff);
+      covered = ApplyFromDurableFeed(topic, partition, after);
+    }
+    if (!covered.ok()) {
+      // The daemon's retention did not keep them either: loud, counted, and
+      // `feedd worker --worker.verify=true` lists what the view misses.
+      ++lost_;
+      FEEDD_LOG(kError, "worker") << config_.name << ": " << topic << "[" << partition
+                                  << "]: changes after LSN " << after
+                                  << " are neither in Kafka nor in the durable feed: "
+                                  << covered.status().ToString();
+      SetError("changes after LSN " + std::to_string(after) + " of " + topic + "[" +
+               std::to_string(partition) + "] are no longer retained anywhere");
+    } else {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto part = partitions_.find(key);
+      if (part != partitions_.end()) part->second.skip_through = *covered;
+    }
+    SetState("running");
+  }
+
+  // Applies the changes of `topic`'s container that Kafka put in `partition`
+  // with LSN > from_lsn, up to the head read first. Returns that head.
+  Result<Lsn> ApplyFromDurableFeed(const std::string& topic, int32_t partition, Lsn from_lsn) {
+    const std::string container = topic.substr(options_.kafka.topic_prefix.size());
+    HttpClient client(options_.api, options_.http_timeout);
+    auto info = client.Send("GET", "/v1/feed");
+    if (!info.ok()) return info.status();
+    if (Status s = StatusOfReply(*info); !s.ok()) return s;
+    const Lsn head = boost::json::parse(info->body).at("headLsn").to_number<Lsn>();
+    const int32_t partition_count = PartitionCount(topic);
+    if (partition_count <= 0) return Status(ErrorCode::kUnavailable, "no metadata for " + topic);
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(consumer_, topic.c_str(), nullptr);
+    Lsn next = from_lsn + 1;
+    std::set<Lsn> waiting;
+    while (next <= head && !stopping_) {
+      auto page = client.Send("GET", "/v1/changefeed?container=" + PercentEncodeSegment(container) +
+                                         "&from=" + std::to_string(next) +
+                                         "&limit=" + std::to_string(kFeedPage));
+      if (!page.ok()) return page.status();
+      if (Status s = StatusOfReply(*page); !s.ok()) {
+        rd_kafka_topic_destroy(rkt);
+        return s;  // lsn_not_retained: the daemon's retention did not wait
+      }
+      boost::json::value body = boost::json::parse(page->body);
+      const auto& changes = body.at("changes").as_array();
+      for (const auto& envelope : changes) {
+        auto change = ParseChange(boost::json::serialize(envelope));
+        if (!change.ok() || change->lsn > head) continue;
+        const std::string& key = change->partition_key;
+        if (rd_kafka_msg_partitioner_murmur2_random(rkt, key.data(), key.size(), partition_count,
+                                                    nullptr, nullptr) != partition) {
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (positions_.count(change->lsn) != 0) continue;
+        positions_[change->lsn] = Position{{topic, partition}, -1};
+        waiting.insert(change->lsn);
+        applier_->Dispatch(std::move(*change));
+      }
+      Lsn page_next = ParseLsn(std::string(body.at("next").as_string()));
+      if (changes.empty() || page_next <= next) break;
+      next = page_next;
+    }
+    rd_kafka_topic_destroy(rkt);
+    // Wait until they are applied (or parked: then the partition waits too).
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      bool pending = false;
+      for (Lsn lsn : waiting) pending = pending || positions_.count(lsn) != 0;
+      if (!pending || applier_->parked() > 0) break;
+      drained_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    return head;
+  }
+
+  int32_t PartitionCount(const std::string& topic) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(consumer_, topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* metadata = nullptr;
+    int32_t count = -1;
+    if (rd_kafka_metadata(consumer_, 0, rkt, &metadata, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (metadata->topic_cnt == 1) count = metadata->topics[0].partition_cnt;
+      rd_kafka_metadata_destroy(metadata);
+    }
+    rd_kafka_topic_destroy(rkt);
+    return count;
+  }
+
+  // ---- status ----
+  void SetState(const std::string& state) {
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    state_ = state;
+  }
+  void SetError(const std::string& error) {
+    FEEDD_LOG(kWarning, "worker") << config_.name << ": " << error;
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    last_error_ = error;
+  }
+
+  const ProcessorConfig config_;
+  const std::unique_ptr<ProcessorKind> kind_;
+  const std::vector<ContainerSpec> containers_;
+  const WorkerOptions options_;
+  std::set<std::string> sources_;
+  std::unique_ptr<KeyedApplier> applier_;
+
+  rd_kafka_t* consumer_ = nullptr;  // used by the poll thread (and its callbacks)
+  std::thread poll_thread_;
+  std::atomic<bool> stopping_{true};
+
+  mutable std::mutex mutex_;
+  std::condition_variable drained_;
+  std::map<PartitionKey, Partition> partitions_;  // assigned; GUARDED_BY(mutex_)
+  std::unordered_map<Lsn, Position> positions_;   // in flight; GUARDED_BY(mutex_)
+
+  std::mutex clients_mutex_;
+  std::vector<std::unique_ptr<HttpClient>> all_clients_;
+  std::vector<HttpClient*> idle_clients_;
+
+  mutable std::mutex status_mutex_;
+  std::string state_ = "starting";
+  std::string last_error_;
+  std::atomic<uint64_t> applied_{0}, view_writes_{0}, catch_ups_{0}, rebalances_{0}, lost_{0};
+};
+
+Result<std::unique_ptr<ProcessorWorker>> ProcessorWorker::Create(
+    ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+    std::vector<ContainerSpec> containers, WorkerOptions options) {
+  if (!kind->Distributable()) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "processor " + config.name + ": kind " + config.kind +
+                      " keeps one view for all changes and cannot be shared between processes; "
+                      "run it in the daemon (processor." +
+                      config.name + ".run = daemon)");
+  }
+  return std::unique_ptr<ProcessorWorker>(new ProcessorWorker(std::make_unique<Impl>(
+      std::move(config), std::move(kind), std::move(containers), std::move(options))));
+}
+
+ProcessorWorker::ProcessorWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProcessorWorker::~ProcessorWorker() = default;
+Status ProcessorWorker::Start() { return impl_->Start(); }
+void ProcessorWorker::Stop() { impl_->Stop(); }
+const std::string& ProcessorWorker::name() const { return impl_->name(); }
+WorkerStatus ProcessorWorker::GetStatus() const { return impl_->GetStatus(); }
+Result<std::vector<std::string>> ProcessorWorker::Verify() { return impl_->Verify(); }
+
+}  // namespace feedd
