@@ -1,0 +1,206 @@
+"""feedd worker: processors outside the daemon, sharing a Kafka consumer group.
+
+The daemon runs `feed` itself and leaves `usernames` and `user_posts` to
+workers (processor.<name>.run = worker). Two `feedd worker` processes join
+the instances' consumer groups on the embedded broker and write through the
+HTTP API with sourceLsn conditions. A generated blog is written by several
+threads; half-way, one worker is SIGKILLed: its partitions move to the
+survivor, which applies again what was in flight. After the writes:
+
+  * `feedd worker --worker.verify=true` (the workers' own recomputation over
+    the API) must come to exit 0, and the daemon's verify of `feed` passes;
+  * this test's own check (test_processors.check_views): Q1-Q6 recomputed
+    from the source data - usernames current everywhere, one short copy per
+    post in its author's partition with current fields, the exact top 100 -
+    so nothing was lost or applied twice;
+  * the worker metrics: both workers had partitions before the kill, the
+    survivor holds every partition after it.
+
+FEEDD_PROC_SEED=<n> repeats the generated data.
+"""
+
+import os
+import random
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from feedd_harness import FeeddDaemon, FeeddTestCase
+from test_processors import (DEFAULT_SETTINGS, SEED, BlogPlan, DaemonControl, Writers,
+                             check_views, log)
+
+WORKER_PROCESSORS = ("usernames", "user_posts")
+CONVERGE_TIMEOUT_S = 180.0
+
+
+class Worker:
+    def __init__(self, daemon, name, extra_args=()):
+        self.name = name
+        self.log_path = os.path.join(daemon.workdir, name + ".log")
+        self.cmd = [daemon.binary, "worker"] + daemon_settings() + [
+            "--worker.api=%s:%d" % (daemon.host, daemon.port),
+            "--worker.metrics_listen=127.0.0.1:0",
+            # A dead member is noticed within seconds (the default is 45 s).
+            "--kafka.session.timeout.ms=6000", "--kafka.heartbeat.interval.ms=500",
+        ] + list(extra_args)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FEEDD_")}
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=out, env=env, close_fds=True)
+        self.metrics_address = None
+        deadline = time.monotonic() + 30
+        while self.metrics_address is None:
+            if self.proc.poll() is not None:
+                raise AssertionError("%s exited %d:\n%s" % (name, self.proc.returncode,
+                                                            self.logs()))
+            if time.monotonic() > deadline:
+                raise AssertionError("%s not ready in 30 s:\n%s" % (name, self.logs()))
+            m = re.search(r"metrics on http://([0-9.]+:[0-9]+)/metrics", self.logs())
+            if m:
+                self.metrics_address = m.group(1)
+            time.sleep(0.05)
+
+    def logs(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-20000:]
+
+    def metric(self, name, processor):
+        with urllib.request.urlopen("http://%s/metrics" % self.metrics_address, timeout=10) as r:
+            text = r.read().decode()
+        m = re.search(r'^%s\{processor="%s"\} ([0-9.e+]+)$' % (name, processor), text, re.M)
+        if not m:
+            raise AssertionError("%s: no %s for %s in\n%s" % (self.name, name, processor, text))
+        return float(m.group(1))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("%s did not stop within 60 s of SIGTERM" % self.name)
+        return self.proc.returncode
+
+
+def daemon_settings():
+    args = ["--processor.%s=%s" % (k, v) for k, v in sorted(DEFAULT_SETTINGS.items())]
+    args += ["--processor.%s.run=worker" % name for name in WORKER_PROCESSORS]
+    return args
+
+
+class WorkerTest(FeeddTestCase):
+
+    def setUp(self):
+        self.rng = random.Random("%d-%s" % (SEED, self.id()))
+        log("%s: seed %d (FEEDD_PROC_SEED=%d repeats it)" % (self.id(), SEED, SEED))
+        self.daemon = FeeddDaemon(extra_args=daemon_settings(), name="feedd")
+        self.workers = []
+
+    def tearDown(self):
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+        self.daemon.cleanup()
+
+    def verify_workers(self):
+        """`feedd worker --worker.verify=true`: (exit code, output)."""
+        r = subprocess.run([self.daemon.binary, "worker"] + daemon_settings() +
+                           ["--worker.api=%s:%d" % (self.daemon.host, self.daemon.port),
+                            "--worker.verify=true"],
+                           capture_output=True, text=True, timeout=300)
+        return r.returncode, r.stdout + r.stderr[-3000:]
+
+    def test_two_workers_one_killed_views_converge(self):
+        plan = BlogPlan(self.rng, users=120, posts=350, comments=500, likes=500, renames=80,
+                        edits=100, deletes_top=8, deletes_other=10)
+        self.daemon.start()
+        client = self.daemon.client()
+        status, _, body = client.request("GET", "/v1/processors")
+        self.assertEqual([p["name"] for p in body["processors"]], ["feed"],
+                         "the daemon runs only the processors left to it")
+        a = Worker(self.daemon, "worker-a")
+        self.workers.append(a)
+        b = Worker(self.daemon, "worker-b")
+        self.workers.append(b)
+
+        # Both join both groups (the second join rebalances the first).
+        deadline = time.monotonic() + 60
+        while not all(w.metric("feedd_worker_assigned_partitions", name) > 0
+                      for w in (a, b) for name in WORKER_PROCESSORS):
+            self.assertLess(time.monotonic(), deadline, "partitions never shared:\n%s\n%s"
+                            % (a.logs(), b.logs()))
+            time.sleep(0.1)
+        writers = Writers(DaemonControl(self.daemon))
+        t0 = time.monotonic()
+        threads = writers.run(plan.user_creates)
+        for t in threads:
+            t.join()
+        ops = plan.phase(0.0, 1.0)
+        total = sum(len(o) for o in ops)
+        kill_at = writers.done + total // 2
+        threads = writers.run(ops)
+        killed = False
+        while any(t.is_alive() for t in threads):
+            if not killed and writers.done >= kill_at:
+                for name in WORKER_PROCESSORS:
+                    for w in (a, b):
+                        self.assertGreater(w.metric("feedd_worker_assigned_partitions", name), 0,
+                                           "%s had no partition of %s before the kill:\n%s"
+                                           % (w.name, name, w.logs()))
+                        self.assertGreater(w.metric("feedd_worker_changes_applied_total", name), 0,
+                                           "%s applied nothing of %s before the kill:\n%s"
+                                           % (w.name, name, w.logs()))
+                log("SIGKILL worker-a after %d answered ops" % writers.done)
+                a.proc.kill()
+                a.proc.wait()
+                killed = True
+            for t in threads:
+                t.join(timeout=0.01)
+        self.assertTrue(killed, "the writes ended before the kill")
+        if writers.errors:
+            self.fail("%d write(s) failed:\n  %s" % (len(writers.errors),
+                                                     "\n  ".join(writers.errors[:15])))
+        log("%d ops written in %.1f s" % (total, time.monotonic() - t0))
+
+        # Converged: the workers' own verification comes to pass.
+        deadline = time.monotonic() + CONVERGE_TIMEOUT_S
+        while True:
+            rc, out = self.verify_workers()
+            if rc == 0:
+                break
+            if time.monotonic() > deadline:
+                self.fail("views of the workers' processors not right after %.0f s:\n%s\n"
+                          "worker-b log:\n%s" % (CONVERGE_TIMEOUT_S, out[-6000:], b.logs()))
+            time.sleep(1)
+        log("converged %.1f s after the writes" % (time.monotonic() - t0))
+        for name in WORKER_PROCESSORS:
+            partitions = b.metric("feedd_worker_assigned_partitions", name)
+            self.assertEqual(partitions, 3 if name == "user_posts" else 6,
+                             "worker-b holds every partition of %s's topics after the kill"
+                             % name)
+            self.assertEqual(b.metric("feedd_worker_parked_changes", name), 0)
+        status, _, body = client.request("POST", "/v1/processors/feed/verify", {})
+        self.assertEqual((status, body.get("differences")), (200, []), "verify feed: %r" % body)
+        check_views(self, client, plan.model, "two workers, one killed")
+        self.assertEqual(b.stop(), 0, "worker-b exit code on SIGTERM:\n%s" % b.logs())
+
+    def test_worker_refuses_a_kind_that_cannot_be_shared(self):
+        self.daemon.start()
+        r = subprocess.run([self.daemon.binary, "worker"] + daemon_settings() +
+                           ["--processor.feed.run=worker",
+                            "--worker.api=%s:%d" % (self.daemon.host, self.daemon.port)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("processor.feed.run", r.stderr)
+        self.assertIn("top_n", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
