@@ -308,10 +308,7 @@ class ProcessorInstance::Impl {
     if (s.ok()) s = ctx.Commit();
     if (!s.ok()) return s;
     view_writes_ += ctx.writes_committed();
-    if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
-      uint64_t now = Clock::System()->NowMillis();
-      config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
-    }
+    ObserveViewCommitted(config_, change, ctx.writes_committed());
     return Status::Ok();
   }
 
@@ -553,6 +550,12 @@ class ProcessorInstance::Impl {
   std::string last_error_;
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
 };
+
+void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {
+  if (!config.on_view_committed || writes == 0 || change.ts_ms == 0) return;
+  uint64_t now = Clock::System()->NowMillis();
+  config.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
+}
 
 ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,
                                      std::unique_ptr<ProcessorKind> kind,

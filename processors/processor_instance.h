@@ -64,6 +64,10 @@ struct ProcessorConfig {
   std::function<void(double seconds)> on_view_committed;
 };
 
+// Reports a change's commit-to-view latency to config.on_view_committed,
+// when it wrote something.
+void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes);
+
 struct KafkaConsumerConfig {
   std::string bootstrap;
   std::string topic_prefix = "feedd.";

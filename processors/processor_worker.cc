@@ -198,10 +198,7 @@ class ProcessorWorker::Impl {
     ReturnClient(client);
     if (!s.ok()) return s;
     view_writes_ += ctx.writes_committed();
-    if (config_.on_view_committed && ctx.writes_committed() > 0 && change.ts_ms > 0) {
-      uint64_t now = Clock::System()->NowMillis();
-      config_.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
-    }
+    ObserveViewCommitted(config_, change, ctx.writes_committed());
     return Status::Ok();
   }
 
