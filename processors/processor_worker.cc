@@ -13,7 +13,6 @@
 
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
-#include "util/clock.h"
 #include "util/logging.h"
 
 namespace feedd {

@@ -286,7 +286,7 @@ def main():
                 num(dd["du_bytes_after_load"] / gg["items"])))
     md.append("\n".join(rows))
     md.append("")
-    runs = [("write mix, ~%d/s" % t, r) for t, r in rates] + \
+    runs = [("write mix, target %d/s" % t, r) for t, r in rates] + \
            [("write mix, closed loop", r) for c, r in ramp]
     if runs:
         md.append("#### Write mix and change-to-view lag (V3, durable, Kafka on, processors on)\n")

@@ -19,7 +19,7 @@
 #   SEED [42]  GEN_WORKERS [4]  SAMPLES per request [1000]  MAX_SECONDS per request [30]
 #   WRK_SECONDS per wrk phase [20]  WRK_LAT_SECONDS per request kind [5]
 #   WRK_LAT_KINDS request kinds measured with wrk on one connection [healthz q1..q6 c1..c4]
-#   RAMP closed-loop write connections ["8 16 32 64"]  RATES steady writes/s ["250 500 1000 5000"]
+#   RAMP closed-loop write connections ["8 16 32 64"]  RATES steady writes/s ["250 500 1000 1500 2000 5000"]
 #   READ_CONNS [8]  QUICK=1: short phases (the ctest smoke)
 #   TIME_LIMIT overall seconds [SF-dependent]  WAIT_IDLE seconds to wait for a quiet box [0]
 # Everything listens on 127.0.0.1 only.  All daemons started here are stopped
@@ -50,7 +50,7 @@ WRK_SECONDS="${WRK_SECONDS:-20}"
 WRK_LAT_SECONDS="${WRK_LAT_SECONDS:-5}"
 WRK_LAT_KINDS="${WRK_LAT_KINDS:-healthz q1 q2 q3 q4 q5 q6 c1 c2 c3 c4}"
 RAMP="${RAMP:-8 16 32 64}"
-RATES="${RATES:-250 500 1000 5000}"
+RATES="${RATES:-250 500 1000 1500 2000 5000}"
 READ_CONNS="${READ_CONNS:-8}"
 WAIT_IDLE="${WAIT_IDLE:-0}"
 # bounded time: about 6 min + 60 min per 0.01 of SF (loading is the slow part)

@@ -219,9 +219,10 @@ TEST_F(PublisherTest, EveryChangeArrivesOnceInOrder) {
     ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i % 100) + R"(","postId":")" + post +
                                     R"(","userId":"u1","n":)" + std::to_string(i) + "}")
                     .status.ok());
-    if (i % 10 == 0)
+    if (i % 10 == 0) {
       ASSERT_TRUE(Upsert("users", R"({"id":"u1","userId":"u1","v":)" + std::to_string(i) + "}")
                       .status.ok());
+    }
     if (i % 25 == 24 && Delete("posts", post, "c" + std::to_string(i % 100)).status.ok()) ++deletes;
   }
   WaitPublished(store_->HeadLsn());
