@@ -19,6 +19,7 @@ survivor, which applies again what was in flight. After the writes:
 FEEDD_PROC_SEED=<n> repeats the generated data.
 """
 
+import base64
 import os
 import random
 import re
@@ -190,6 +191,62 @@ class WorkerTest(FeeddTestCase):
         self.assertEqual((status, body.get("differences")), (200, []), "verify feed: %r" % body)
         check_views(self, client, plan.model, "two workers, one killed")
         self.assertEqual(b.stop(), 0, "worker-b exit code on SIGTERM:\n%s" % b.logs())
+
+    def test_behind_the_brokers_retention_the_durable_feed_fills_the_gap(self):
+        # The embedded broker keeps ~5 MiB per partition: while the worker is
+        # stopped, ~25 MiB of posts (~8 MiB per partition, incompressible)
+        # push its committed offsets out of Kafka.
+        self.daemon.start()
+        client = self.daemon.client()
+        for u in ("u1", "u2"):
+            self.assertStatus(client.upsert("users", u, u, {"id": u, "userId": u, "type": "user",
+                                                            "username": u + "-v1"}), 201)
+        w = Worker(self.daemon, "worker")
+        self.workers.append(w)
+
+        def post(i, user):
+            p = "p%05d" % i
+            return client.upsert("posts", p, p, {
+                "id": p, "postId": p, "type": "post", "userId": user, "title": "t%d" % i,
+                "content": base64.b64encode(os.urandom(3000)).decode(),  # lz4 cannot shrink it
+                "creationDate": "2024-01-01T00:00:%05dZ" % i})
+
+        for i in range(30):
+            self.assertStatus(post(i, "u1"), 201)
+        deadline = time.monotonic() + 60
+        while self.verify_workers()[0] != 0:
+            self.assertLess(time.monotonic(), deadline, "first posts never copied:\n" + w.logs())
+            time.sleep(0.5)
+        self.assertEqual(w.stop(), 0, w.logs())  # commits its offsets (and their LSNs)
+
+        for i in range(30, 6030):
+            self.assertStatus(post(i, "u1" if i % 2 else "u2"), 201)
+        self.assertStatus(client.patch("users", "u2", "u2", [
+            {"op": "set", "path": "/username", "value": "u2-renamed"}]), 200)
+        self.assertStatus(client.delete("posts", "p00031", "p00031"), 204)
+
+        w = Worker(self.daemon, "worker-again")
+        self.workers.append(w)
+        deadline = time.monotonic() + CONVERGE_TIMEOUT_S
+        while True:
+            rc, out = self.verify_workers()
+            if rc == 0:
+                break
+            if time.monotonic() > deadline:
+                self.fail("not converged after %.0f s:\n%s\n%s" % (CONVERGE_TIMEOUT_S,
+                                                                   out[-3000:], w.logs()))
+            time.sleep(1)
+        self.assertGreater(w.metric("feedd_worker_catch_ups_total", "user_posts"), 0,
+                           "the gap was not noticed:\n" + w.logs())
+        self.assertIn("no longer held by the broker", w.logs())
+        self.assertEqual(w.metric("feedd_worker_unrecoverable_gaps_total", "user_posts"), 0)
+        client = self.daemon.client()  # the first one idled past http.idle_timeout_seconds
+        copies = client.query("users", {"partitionKey": "u2", "filter": {"type": "post"},
+                                        "limit": 1000})[2]["items"]
+        self.assertEqual(w.stop(), 0, w.logs())
+        self.assertGreater(len(copies), 0)
+        self.assertEqual({c["userUsername"] for c in copies if "userUsername" in c} - {"u2-renamed"},
+                         set(), "copies of u2's posts carry the renamed username")
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()
