@@ -6,7 +6,7 @@
 # With the /usr prefix (the Debian package's), the layout is:
 #   /usr/bin/feedd, /usr/bin/feedctl
 #   /etc/feedd/feedd.conf                      (a dpkg conffile)
-#   /usr/lib/systemd/system/feedd.service
+#   /usr/lib/systemd/system/feedd.service, feedd-worker@.service
 #   /usr/share/feedd/monitoring/...            (dashboards, Prometheus files)
 #   /usr/share/doc/feedd/...                   (README and docs/)
 # Any other prefix keeps everything under it (<prefix>/etc/feedd/feedd.conf),
@@ -30,6 +30,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/configs/feedd.conf
 # lib/, not CMAKE_INSTALL_LIBDIR (lib/x86_64-linux-gnu on Debian): systemd
 # reads /usr/lib/systemd/system (and /usr/local/lib/systemd/system).
 install(FILES ${PROJECT_SOURCE_DIR}/configs/feedd.service
+              ${PROJECT_SOURCE_DIR}/configs/feedd-worker@.service
         DESTINATION lib/systemd/system
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 

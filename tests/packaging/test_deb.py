@@ -27,6 +27,7 @@ BUILD_DIR = os.environ.get("FEEDD_BUILD_DIR", "")
 CPACK = os.environ.get("CPACK_COMMAND") or shutil.which("cpack")
 WANTS_LINK = "etc/systemd/system/multi-user.target.wants/feedd.service"
 UNIT_PATH = "usr/lib/systemd/system/feedd.service"
+WORKER_UNIT_PATH = "usr/lib/systemd/system/feedd-worker@.service"
 
 
 def run(cmd, **kwargs):
@@ -125,6 +126,7 @@ class DebTest(unittest.TestCase):
             "/usr/bin/feedctl": "-rwxr-xr-x",
             "/etc/feedd/feedd.conf": "-rw-r--r--",
             "/" + UNIT_PATH: "-rw-r--r--",
+            "/" + WORKER_UNIT_PATH: "-rw-r--r--",
             "/usr/share/doc/feedd/README.md": "-rw-r--r--",
             "/usr/share/doc/feedd/architecture.md": "-rw-r--r--",
             "/usr/share/doc/feedd/packaging.md": "-rw-r--r--",
@@ -140,7 +142,8 @@ class DebTest(unittest.TestCase):
         owned = ("/etc/feedd/", "/usr/share/feedd/", "/usr/share/doc/feedd/")
         for path in self.contents:
             ok = (path in parents or path.startswith(owned) or
-                  path in ("/usr/bin/feedd", "/usr/bin/feedctl", "/" + UNIT_PATH))
+                  path in ("/usr/bin/feedd", "/usr/bin/feedctl", "/" + UNIT_PATH,
+                           "/" + WORKER_UNIT_PATH))
             self.assertTrue(ok, "unexpected path %s in the package" % path)
 
     # ---- dpkg --root: install, remove, purge ----
@@ -160,7 +163,7 @@ class DebTest(unittest.TestCase):
         self.assertEqual(status, "install ok installed", out)
         installed = {
             "usr/bin/feedd", "usr/bin/feedctl", "etc/feedd/feedd.conf", UNIT_PATH,
-            "usr/share/doc/feedd/README.md",
+            WORKER_UNIT_PATH, "usr/share/doc/feedd/README.md",
         } | {"usr/share/feedd/monitoring/" + n for n in monitoring_files()}
         for path in installed:
             self.assertTrue(os.path.isfile(os.path.join(root, path)), path)

@@ -1,5 +1,5 @@
-"""configs/feedd.service: `systemd-analyze verify` accepts it and its offline
-security exposure stays low.
+"""configs/feedd.service and configs/feedd-worker@.service: `systemd-analyze
+verify` accepts them and their offline security exposure stays low.
 
 verify checks that ExecStart names an executable, so the test runs it on a
 copy whose ExecStart points at the built feedd ($FEEDD_BIN); everything else
@@ -110,6 +110,37 @@ class UnitFileTest(unittest.TestCase):
         # TimeoutStopSec must leave room for the HTTP drain
         # (http.shutdown_grace_seconds, 10 by default) and the flushes.
         self.assertGreaterEqual(int(re.match(r"\d+", d["TimeoutStopSec"][0]).group()), 30)
+
+
+class WorkerUnitFileTest(unittest.TestCase):
+    """The template of `feedd worker` (instance name = its metrics port)."""
+
+    def setUp(self):
+        with open(os.path.join(SOURCE_DIR, "configs", "feedd-worker@.service")) as f:
+            self.text = f.read()
+        self.tmp = tempfile.mkdtemp(prefix="feedd-unit-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        binary = os.environ.get("FEEDD_BIN")
+        if not binary or not os.access(binary, os.X_OK):
+            raise AssertionError("FEEDD_BIN must name the built feedd (got %r)" % binary)
+        self.assertEqual(self.text.count(SHIPPED_EXEC + "worker "), 1)
+        # A template is verified through an instance.
+        self.copy = os.path.join(self.tmp, "feedd-worker@9465.service")
+        with open(self.copy, "w") as f:
+            f.write(self.text.replace(SHIPPED_EXEC, "ExecStart=%s " % binary))
+
+    def test_verify_and_security(self):
+        run = lambda *a: subprocess.run([systemd_analyze()] + list(a), cwd=self.tmp,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, timeout=60)
+        proc = run("verify", self.copy)
+        self.assertEqual((proc.returncode, proc.stdout.strip()), (0, ""), proc.stdout)
+        proc = run("security", "--offline=yes", "--threshold=%d" % MAX_EXPOSURE_TENTHS, self.copy)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        d = unit_directives(self.text)
+        self.assertEqual(d["ExecStart"], ["/usr/bin/feedd worker --config /etc/feedd/feedd.conf "
+                                          "--worker.metrics_listen 127.0.0.1:%i"])
+        self.assertEqual(d["RestartPreventExitStatus"], ["2"])
 
 
 if __name__ == "__main__":
