@@ -193,9 +193,14 @@ class QueryRun {
       last_pk_.assign(pk);
       partitions_.insert(last_pk_);
     }
+    // Every item is parsed to test the filters and find the sort value: into
+    // one arena reused item after item (no allocation per JSON node).
+    parse_arena_.release();
     boost::system::error_code ec;
-    boost::json::value item = boost::json::parse(json, ec);
+    parser_.reset(&parse_arena_);
+    parser_.write(json, ec);
     if (ec) return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c_.spec.name);
+    const boost::json::value item = parser_.release();
     for (const auto& f : spec_.filters) {
       const boost::json::value* v = f.path.Find(item);
       if (v == nullptr || !JsonEquals(*v, f.value)) return Status::Ok();
@@ -210,7 +215,7 @@ class QueryRun {
     }
     const boost::json::value* sv = spec_.order_by->Find(item);
     std::optional<boost::json::value> sort_value;
-    if (sv != nullptr) sort_value = *sv;
+    if (sv != nullptr) sort_value.emplace(*sv, boost::json::storage_ptr());  // out of the arena
     if (cont_.present && CompareCandidates(sort_value, item_key, cont_.sort_value, cont_.item_key,
                                            spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
@@ -254,6 +259,10 @@ class QueryRun {
   rocksdb::ReadOptions read_options_;
   const IndexHandle* index_ = nullptr;
   QueryResult result_;
+  // Items up to ~16 KiB parse without touching the heap; release() keeps it.
+  unsigned char parse_buffer_[16384];
+  boost::json::monotonic_resource parse_arena_{parse_buffer_, sizeof(parse_buffer_)};
+  boost::json::parser parser_;
   bool single_partition_ = false;
   std::string last_pk_;
   std::unordered_set<std::string> partitions_;
