@@ -71,8 +71,16 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
     }
     PostToIo([fn = std::move(fn), status = std::move(status)] { fn(status); });
   };
-  std::lock_guard<std::mutex> lock(state->mutex);
+  state->timer->async_wait(
+      [finish, min_lsn, container = std::string(container)](const boost::system::error_code& ec) {
+        if (ec) return;  // cancelled: the views caught up
+        finish(Status(ErrorCode::kLsnWaitTimeout, "the views of '" + container +
+                                                      "' have not applied LSN " +
+                                                      std::to_string(min_lsn) + " in time"));
+      });
   for (ProcessorInstance* w : behind) {
+    // Not under state->mutex: a view that caught up meanwhile runs the
+    // callback right here, and it takes that mutex.
     uint64_t token = w->OnApplied(min_lsn, [state, finish] {
       bool all = false;
       {
@@ -81,15 +89,11 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
       }
       if (all) finish(Status::Ok());
     });
+    std::lock_guard<std::mutex> lock(state->mutex);
+    // After a finish, cancelling is harmless: the watch fired or never will.
+    if (state->finished) w->CancelApplied(token);
     state->tokens.emplace_back(w, token);
   }
-  state->timer->async_wait(
-      [finish, min_lsn, container = std::string(container)](const boost::system::error_code& ec) {
-        if (ec) return;  // cancelled: the views caught up
-        finish(Status(ErrorCode::kLsnWaitTimeout, "the views of '" + container +
-                                                      "' have not applied LSN " +
-                                                      std::to_string(min_lsn) + " in time"));
-      });
 }
 
 void ApiRouter::ListProcessors(Responder responder) {

@@ -521,8 +521,8 @@ class Publisher::Impl {
   }
 
   void WaitForChanges() {
-    std::unique_lock<std::mutex> lock(wake_mutex_);
-    if (stopping_) return;
+    // Not under wake_mutex_: when the head is already there, the callback
+    // runs right here and takes that mutex.
     uint64_t token = store_->OnHeadReached(next_, [this] {
       {
         std::lock_guard<std::mutex> l(wake_mutex_);
@@ -530,10 +530,12 @@ class Publisher::Impl {
       }
       wake_.notify_all();
     });
-    wake_.wait_for(lock, std::chrono::milliseconds(100),
-                   [this] { return head_moved_ || stopping_; });
-    head_moved_ = false;
-    lock.unlock();
+    {
+      std::unique_lock<std::mutex> lock(wake_mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(100),
+                     [this] { return head_moved_ || stopping_; });
+      head_moved_ = false;
+    }
     store_->CancelHeadWatch(token);
   }
 

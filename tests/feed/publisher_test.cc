@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "feed/embedded_broker.h"
+#include "tests/feed/forwarding_store.h"
 
 namespace feedd {
 namespace {
@@ -239,6 +240,34 @@ TEST_F(PublisherTest, EveryChangeArrivesOnceInOrder) {
   PublisherStatus s = publisher_->GetStatus();
   EXPECT_EQ(s.lag_changes, 0u);
   EXPECT_EQ(s.delivery_errors, 0u);
+}
+
+// A commit that lands between the publisher's last read and its head watch
+// makes the watch fire at once, on the publisher's own thread: it must not
+// stall (it once deadlocked on the publisher's wake mutex).
+TEST_F(PublisherTest, ACommitJustBeforeTheHeadWatchIsPublished) {
+  testutil::ForwardingStore racing(store_.get());
+  int injected = 0;
+  racing.before_head_watch = [&](Lsn awaited) {
+    if (injected < 20 && store_->HeadLsn() < awaited) {
+      ++injected;
+      ASSERT_TRUE(
+          Upsert("users", R"({"id":"u1","userId":"u1","n":)" + std::to_string(injected) + "}")
+              .status.ok());
+    }
+  };
+  auto p = Publisher::Start(&racing, kafka_, broker_->bootstrap(), true);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  publisher_ = std::move(*p);
+  ASSERT_TRUE(Upsert("users", R"({"id":"u0","userId":"u0"})").status.ok());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (injected < 20 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(injected, 20);
+  WaitPublished(store_->HeadLsn());
+  publisher_->Stop();
+  publisher_.reset();
 }
 
 TEST_F(PublisherTest, BrokerOutageBuffersAndDrainsInOrder) {
