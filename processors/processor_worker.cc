@@ -439,7 +439,7 @@ class ProcessorWorker::Impl {
                                   << " are no longer held by the broker; applying that "
                                      "partition's changes after LSN "
                                   << after << " from the durable feed";
-    auto covered = ApplyFromDurableFeed(topic, partition, after);
+    auto covered = CatchUpOnce(topic, partition, after);
     // The daemon unreachable: try again (this partition waits, visibly).
     for (auto backoff = std::chrono::milliseconds(100);
          !covered.ok() && covered.status().code() != ErrorCode::kLsnNotRetained && !stopping_;
@@ -447,7 +447,7 @@ class ProcessorWorker::Impl {
       SetError(topic + "[" + std::to_string(partition) +
                "]: catching up from the durable feed: " + covered.status().ToString());
       std::this_thread::sleep_for(backoff);
-      covered = ApplyFromDurableFeed(topic, partition, after);
+      covered = CatchUpOnce(topic, partition, after);
     }
     if (!covered.ok()) {
       // The daemon's retention did not keep them either: loud, counted, and
@@ -465,6 +465,15 @@ class ProcessorWorker::Impl {
       if (part != partitions_.end()) part->second.skip_through = *covered;
     }
     SetState("running");
+  }
+
+  // ApplyFromDurableFeed, with an answer of an unexpected shape as an error.
+  Result<Lsn> CatchUpOnce(const std::string& topic, int32_t partition, Lsn from_lsn) {
+    try {
+      return ApplyFromDurableFeed(topic, partition, from_lsn);
+    } catch (const std::exception& e) {  // boost::json accessors on a malformed answer
+      return Status(ErrorCode::kInternal, std::string("unexpected answer: ") + e.what());
+    }
   }
 
   // Applies the changes of `topic`'s container that Kafka put in `partition`
