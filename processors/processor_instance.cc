@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "processors/keyed_applier.h"
+#include "processors/status_cell.h"
 #include "processors/store_view_context.h"
 #include "util/clock.h"
 #include "util/logging.h"
@@ -121,11 +122,7 @@ class ProcessorInstance::Impl {
       uint64_t now = Clock::System()->NowMillis();
       if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
     }
-    {
-      std::lock_guard<std::mutex> lock(status_mutex_);
-      s.state = state_;
-      s.last_error = last_error_;
-    }
+    { std::tie(s.state, s.last_error) = status_.Get(); }
     s.parked = applier_->parked();
     s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
@@ -508,15 +505,8 @@ class ProcessorInstance::Impl {
   }
 
   // ---- status ----
-  void SetState(const std::string& state) {
-    std::lock_guard<std::mutex> lock(status_mutex_);
-    state_ = state;
-  }
-  void SetError(const std::string& error) {
-    FEEDD_LOG(kWarning, "processor") << config_.name << ": " << error;
-    std::lock_guard<std::mutex> lock(status_mutex_);
-    last_error_ = error;
-  }
+  void SetState(const std::string& state) { status_.SetState(state); }
+  void SetError(const std::string& error) { status_.SetError(error); }
 
   DocumentStore* const store_;
   ProcessorConfig config_;
@@ -545,9 +535,7 @@ class ProcessorInstance::Impl {
 
   std::atomic<uint64_t> rebuilds_{0};
 
-  mutable std::mutex status_mutex_;
-  std::string state_ = "starting";
-  std::string last_error_;
+  StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
 };
 

@@ -13,6 +13,7 @@
 
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
+#include "processors/status_cell.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -130,11 +131,7 @@ class ProcessorWorker::Impl {
     WorkerStatus s;
     s.name = config_.name;
     s.kind = config_.kind;
-    {
-      std::lock_guard<std::mutex> lock(status_mutex_);
-      s.state = state_;
-      s.last_error = last_error_;
-    }
+    { std::tie(s.state, s.last_error) = status_.Get(); }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       s.assigned_partitions = partitions_.size();
@@ -544,15 +541,8 @@ class ProcessorWorker::Impl {
   }
 
   // ---- status ----
-  void SetState(const std::string& state) {
-    std::lock_guard<std::mutex> lock(status_mutex_);
-    state_ = state;
-  }
-  void SetError(const std::string& error) {
-    FEEDD_LOG(kWarning, "worker") << config_.name << ": " << error;
-    std::lock_guard<std::mutex> lock(status_mutex_);
-    last_error_ = error;
-  }
+  void SetState(const std::string& state) { status_.SetState(state); }
+  void SetError(const std::string& error) { status_.SetError(error); }
 
   const ProcessorConfig config_;
   const std::unique_ptr<ProcessorKind> kind_;
@@ -574,9 +564,7 @@ class ProcessorWorker::Impl {
   std::vector<std::unique_ptr<HttpClient>> all_clients_;
   std::vector<HttpClient*> idle_clients_;
 
-  mutable std::mutex status_mutex_;
-  std::string state_ = "starting";
-  std::string last_error_;
+  StatusCell status_{"worker", config_.name};
   std::atomic<uint64_t> applied_{0}, view_writes_{0}, catch_ups_{0}, rebalances_{0}, lost_{0};
 };
 

@@ -118,6 +118,19 @@ class WorkerTest(FeeddTestCase):
                            capture_output=True, text=True, timeout=300)
         return r.returncode, r.stdout + r.stderr[-3000:]
 
+    def wait_converged(self, worker):
+        """Until the workers' own verification passes (CONVERGE_TIMEOUT_S)."""
+        deadline = time.monotonic() + CONVERGE_TIMEOUT_S
+        while True:
+            rc, out = self.verify_workers()
+            if rc == 0:
+                return
+            if time.monotonic() > deadline:
+                self.fail("views of the workers' processors not right after %.0f s:\n%s\n"
+                          "%s log:\n%s" % (CONVERGE_TIMEOUT_S, out[-6000:], worker.name,
+                                            worker.logs()))
+            time.sleep(1)
+
     def test_two_workers_one_killed_views_converge(self):
         plan = BlogPlan(self.rng, users=120, posts=350, comments=500, likes=500, renames=80,
                         edits=100, deletes_top=8, deletes_other=10)
@@ -170,16 +183,7 @@ class WorkerTest(FeeddTestCase):
                                                      "\n  ".join(writers.errors[:15])))
         log("%d ops written in %.1f s" % (total, time.monotonic() - t0))
 
-        # Converged: the workers' own verification comes to pass.
-        deadline = time.monotonic() + CONVERGE_TIMEOUT_S
-        while True:
-            rc, out = self.verify_workers()
-            if rc == 0:
-                break
-            if time.monotonic() > deadline:
-                self.fail("views of the workers' processors not right after %.0f s:\n%s\n"
-                          "worker-b log:\n%s" % (CONVERGE_TIMEOUT_S, out[-6000:], b.logs()))
-            time.sleep(1)
+        self.wait_converged(b)
         log("converged %.1f s after the writes" % (time.monotonic() - t0))
         for name in WORKER_PROCESSORS:
             partitions = b.metric("feedd_worker_assigned_partitions", name)
@@ -227,15 +231,7 @@ class WorkerTest(FeeddTestCase):
 
         w = Worker(self.daemon, "worker-again")
         self.workers.append(w)
-        deadline = time.monotonic() + CONVERGE_TIMEOUT_S
-        while True:
-            rc, out = self.verify_workers()
-            if rc == 0:
-                break
-            if time.monotonic() > deadline:
-                self.fail("not converged after %.0f s:\n%s\n%s" % (CONVERGE_TIMEOUT_S,
-                                                                   out[-3000:], w.logs()))
-            time.sleep(1)
+        self.wait_converged(w)
         self.assertGreater(w.metric("feedd_worker_catch_ups_total", "user_posts"), 0,
                            "the gap was not noticed:\n" + w.logs())
         self.assertIn("no longer held by the broker", w.logs())

@@ -1,0 +1,43 @@
+// StatusCell: the state ("starting", "running", ...) and last error of a
+// processor, as its status reports them. SetError() also logs the error.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "util/logging.h"
+
+namespace feedd {
+
+class StatusCell {
+ public:
+  // `component` and `name` prefix the logged errors ("processor", "feed").
+  StatusCell(std::string component, std::string name)
+      : component_(std::move(component)), name_(std::move(name)) {}
+
+  void SetState(const std::string& state) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = state;
+  }
+  void SetError(const std::string& error) {
+    FEEDD_LOG(kWarning, component_) << name_ << ": " << error;
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_error_ = error;
+  }
+  // {state, last error}.
+  std::pair<std::string, std::string> Get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {state_, last_error_};
+  }
+
+ private:
+  const std::string component_, name_;
+  mutable std::mutex mutex_;
+  std::string state_ = "starting";
+  std::string last_error_;
+};
+
+}  // namespace feedd
