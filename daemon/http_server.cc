@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -405,8 +406,7 @@ class HttpServer::Impl {
 
  private:
   void RunThread(uint32_t index) {
-    std::string name = "feedd-http-" + std::to_string(index);
-    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    SetThreadName("feedd-http-" + std::to_string(index));
     while (true) {
       try {
         ioc_.run();

@@ -12,6 +12,7 @@
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -73,7 +74,10 @@ class Publisher::Impl {
     published_snapshot_ = published_;
     acked_to_store_ = start;
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      SetThreadName("feedd-publish");
+      Run();
+    });
     FEEDD_LOG(kInfo, "kafka") << "publisher starting at LSN " << next_ << " to " << bootstrap_;
     return Status::Ok();
   }

@@ -1,6 +1,7 @@
 #include "processors/keyed_applier.h"
 
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 
@@ -21,7 +22,10 @@ void KeyedApplier::Start() {
   for (size_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<Worker>());
     Worker* w = workers_.back().get();
-    w->thread = std::thread([this, w] { WorkerLoop(w); });
+    w->thread = std::thread([this, w, i] {
+      SetThreadName("ap-" + std::to_string(i) + "-" + options_.name);
+      WorkerLoop(w);
+    });
   }
 }
 

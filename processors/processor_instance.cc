@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "util/logging.h"
 #include "util/lsn_watchers.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -184,6 +185,7 @@ class ProcessorInstance::Impl {
     stopping_ = false;
     applier_->Start();
     source_thread_ = std::thread([this] {
+      SetThreadName("src-" + config_.name);
       if (config_.source == ProcessorSource::kKafka) {
         KafkaLoop();
       } else {

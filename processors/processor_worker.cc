@@ -15,6 +15,7 @@
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -103,7 +104,10 @@ class ProcessorWorker::Impl {
     applier_->Start();
     stopping_ = false;
     SetState("running");
-    poll_thread_ = std::thread([this] { PollLoop(); });
+    poll_thread_ = std::thread([this] {
+      SetThreadName("poll-" + config_.name);
+      PollLoop();
+    });
     FEEDD_LOG(kInfo, "worker") << config_.name << " (" << config_.kind << ") joined group "
                                << props["group.id"] << " at " << options_.kafka.bootstrap
                                << ", writing to " << options_.api;

@@ -4,6 +4,7 @@
 
 #include "storage/key_format.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -62,6 +63,7 @@ uint64_t ChangeFeed::RetainedBytes() const {
 
 void ChangeFeed::Start() {
   thread_ = std::thread([this] {
+    SetThreadName("feedd-retention");
     std::unique_lock<std::mutex> lock(thread_mutex_);
     while (!stopping_) {
       thread_wake_.wait_for(lock, std::chrono::milliseconds(options_.retention_interval_ms));

@@ -7,6 +7,7 @@
 #include "storage/etag.h"
 #include "storage/key_format.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
@@ -360,7 +361,10 @@ std::array<uint64_t, 3> CommitPipeline::changes_of(size_t container_index) const
 CommitPipeline::~CommitPipeline() { Stop(); }
 
 void CommitPipeline::Start() {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("feedd-commit");
+    Run();
+  });
 }
 
 void CommitPipeline::Stop() {
