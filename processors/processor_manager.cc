@@ -142,6 +142,7 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   auto parsed = ParseInstances(settings, store->containers(), kafka.has_value());
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
+  manager->store_ = store;
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
     bool uses_kafka = p.config.source == ProcessorSource::kKafka;
@@ -190,6 +191,18 @@ Result<std::vector<std::unique_ptr<ProcessorWorker>>> ProcessorManager::CreateWo
 }
 
 Status ProcessorManager::Start() {
+  // The watermark of a processor the daemon no longer runs (removed from
+  // the configuration, or moved to feedd worker) would hold the change
+  // feed's retention forever. If it comes back, it starts as a new view.
+  const std::string prefix = ProcessorInstance::kConsumerPrefix;
+  for (const auto& consumer : store_->Consumers()) {
+    if (consumer.name.rfind(prefix, 0) != 0) continue;
+    if (Find(consumer.name.substr(prefix.size())) != nullptr) continue;
+    if (Status s = store_->UnregisterConsumer(consumer.name); !s.ok()) return s;
+    FEEDD_LOG(kWarning, "processor")
+        << consumer.name << " is no longer run by the daemon: its retention watermark (LSN "
+        << consumer.acked << ") is dropped";
+  }
   for (auto& instance : instances_) {
     if (Status s = instance->Start(); !s.ok()) {
       return Status(s.code(), "processor " + instance->name() + ": " + s.message());

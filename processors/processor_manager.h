@@ -46,6 +46,8 @@ class ProcessorManager {
   // processor.<name>.<key> settings.
   static std::map<std::string, std::string> DefaultSettings();
 
+  // Drops the retention watermarks of processors it does not run (removed,
+  // or run = worker), then starts every instance.
   Status Start();
   void Stop();
 
@@ -55,6 +57,7 @@ class ProcessorManager {
   std::vector<ProcessorInstance*> WritersOf(const std::string& container) const;
 
  private:
+  DocumentStore* store_ = nullptr;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
 };
 

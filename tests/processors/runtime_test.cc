@@ -732,6 +732,26 @@ TEST_F(RuntimeTest, AStartOnExistingDataDerivesTheViews) {
   EXPECT_TRUE(Get("feed", "post", "p500"));
 }
 
+// A processor removed from the configuration (or moved to feedd worker)
+// must not pin the change feed's retention with its old watermark.
+TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.usernames", 0)));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("kafka-publisher", 0)));
+  std::map<std::string, std::string> settings;  // usernames is no longer declared
+  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+    if (key.rfind("usernames.", 0) != 0) settings[key] = value;
+  }
+  auto manager = ProcessorManager::Create(store_.get(), settings, std::nullopt);
+  ASSERT_TRUE(manager.ok()) << manager.status().ToString();
+  ASSERT_EQ((*manager)->instances().size(), 2u);
+  ASSERT_TRUE(IsOk((*manager)->Start()));
+  std::set<std::string> names;
+  for (const auto& c : store_->Consumers()) names.insert(c.name);
+  EXPECT_EQ(names,
+            (std::set<std::string>{"kafka-publisher", "processor.feed", "processor.user_posts"}));
+  (*manager)->Stop();
+}
+
 TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
   auto manager =
       ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), std::nullopt);
