@@ -1,5 +1,7 @@
 #include "processors/keyed_applier.h"
 
+#include <algorithm>
+
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -87,15 +89,22 @@ void KeyedApplier::WorkerLoop(Worker* w) {
 }
 
 bool KeyedApplier::ApplyWithRetries(const Change& change, std::string* error) {
+  constexpr std::chrono::milliseconds kMaxTransientBackoff(5000);
   auto backoff = options_.retry_backoff;
   for (int attempt = 1; attempt <= options_.max_attempts && !stopping_; ++attempt) {
     Status s = apply_(change);
     if (s.ok()) return true;
     ++errors_;
     *error = s.ToString();
+    const bool transient = options_.transient && options_.transient(s);
     on_error_("LSN " + std::to_string(change.lsn) + " (" + change.container + "/" + change.id +
-              "), attempt " + std::to_string(attempt) + ": " + *error);
-    if (attempt < options_.max_attempts) {
+              "), " + (transient ? "retrying" : "attempt " + std::to_string(attempt)) + ": " +
+              *error);
+    if (transient) {
+      --attempt;
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, kMaxTransientBackoff);
+    } else if (attempt < options_.max_attempts) {
       std::this_thread::sleep_for(backoff);
       backoff *= 2;
     }

@@ -47,6 +47,10 @@ class KeyedApplier {
     size_t parallelism = 4;
     int max_attempts = 5;
     std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
+    // Failures that say nothing about the change (e.g. the daemon is
+    // restarting): retried without counting as attempts, the backoff capped
+    // at 5 s, until they pass or the applier stops. Never parked for them.
+    std::function<bool(const Status&)> transient;
   };
   // Applies one change and commits its effects; OK when they are committed.
   using ApplyFn = std::function<Status(const Change&)>;

@@ -56,7 +56,9 @@ class ProcessorWorker::Impl {
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
         KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
-                              config_.retry_backoff},
+                              config_.retry_backoff,
+                              // The daemon unreachable or restarting: wait for it.
+                              [](const Status& s) { return s.code() == ErrorCode::kUnavailable; }},
         [this](const Change& change) { return ApplyOnce(change); },
         [this](const Change& change) { OnApplied(change); },
         [this](const std::string& error) { SetError(error); });

@@ -24,6 +24,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -31,6 +32,7 @@ import unittest
 import urllib.request
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
+from test_kafka_crash import MockBroker
 from test_processors import (DEFAULT_SETTINGS, SEED, BlogPlan, DaemonControl, Writers,
                              check_views, log)
 
@@ -87,6 +89,26 @@ class Worker:
                 self.proc.wait()
                 raise AssertionError("%s did not stop within 60 s of SIGTERM" % self.name)
         return self.proc.returncode
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FixedPortDaemon(FeeddDaemon):
+    """A daemon that comes back on the same API address after a restart."""
+
+    def __init__(self, port, **kwargs):
+        super().__init__(**kwargs)
+        self.fixed_port = port
+
+    def command(self):
+        cmd = super().command()
+        i = cmd.index("--listen")
+        cmd[i + 1] = "127.0.0.1:%d" % self.fixed_port
+        return cmd
 
 
 def daemon_settings():
@@ -243,6 +265,40 @@ class WorkerTest(FeeddTestCase):
         self.assertGreater(len(copies), 0)
         self.assertEqual({c["userUsername"] for c in copies if "userUsername" in c} - {"u2-renamed"},
                          set(), "copies of u2's posts carry the renamed username")
+
+    def test_a_daemon_crash_does_not_park_the_workers_changes(self):
+        # A real (standalone) broker outlives the daemon, as in production;
+        # the daemon comes back on the same address after a SIGKILL.
+        broker = MockBroker().start()
+        self.addCleanup(broker.cleanup)
+        port = free_port()
+        self.daemon = FixedPortDaemon(port, extra_args=daemon_settings() + [
+            "--kafka.brokers=%s" % broker.bootstrap], sync=True)
+        self.daemon.start()
+        w = Worker(self.daemon, "worker", ["--kafka.brokers=%s" % broker.bootstrap])
+        self.workers.append(w)
+        client = self.daemon.client()
+        self.assertStatus(client.upsert("users", "u1", "u1", {
+            "id": "u1", "userId": "u1", "type": "user", "username": "before"}), 201)
+        for i in range(200):
+            p = "p%03d" % i
+            self.assertStatus(client.upsert("posts", p, p, {
+                "id": p, "postId": p, "type": "post", "userId": "u1", "title": "t",
+                "content": "c", "creationDate": "2024-01-01"}), 201)
+        self.assertStatus(client.patch("users", "u1", "u1", [
+            {"op": "set", "path": "/username", "value": "after"}]), 200)
+        # Down while the rename fans out over 200 posts, for longer than the
+        # worker's retries of a failing change (5 attempts, ~1.5 s).
+        self.daemon.kill()
+        time.sleep(4)
+        self.daemon.start()
+        self.wait_converged(w)
+        self.assertEqual(w.metric("feedd_worker_parked_changes", "usernames"), 0, w.logs())
+        self.assertEqual(w.metric("feedd_worker_parked_changes", "user_posts"), 0, w.logs())
+        self.assertGreater(w.metric("feedd_worker_apply_errors_total", "usernames") +
+                           w.metric("feedd_worker_apply_errors_total", "user_posts"), 0,
+                           "the crash went unnoticed: the test did not test anything")
+        self.assertEqual(w.stop(), 0, w.logs())
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()
