@@ -88,16 +88,28 @@ def substitute(expr, values):
     return _VAR_RE.sub(repl, expr)
 
 
+def daemon_catalogue_lines():
+    """The lines of docs/metrics.md that catalogue the daemon's metrics: all
+    but the section "feedd worker", whose metrics another process serves
+    (tests/integration/test_worker.py scrapes those)."""
+    in_worker_section = False
+    with open(CATALOGUE, "r", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                in_worker_section = line.startswith("## feedd worker")
+            if not in_worker_section:
+                yield line
+
+
 def catalogue():
     """{metric family name: type} from the tables of docs/metrics.md."""
     families = {}
-    with open(CATALOGUE, "r", encoding="utf-8") as f:
-        for line in f:
-            m = re.match(r"^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|\s*([^|]+)\|", line)
-            if not m:
-                continue
-            kind = m.group(2).strip().split()[0]
-            families[m.group(1)] = kind
+    for line in daemon_catalogue_lines():
+        m = re.match(r"^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|\s*([^|]+)\|", line)
+        if not m:
+            continue
+        kind = m.group(2).strip().split()[0]
+        families[m.group(1)] = kind
     return families
 
 

@@ -113,24 +113,23 @@ def catalogue_details():
     """{family: (type, labels or None when unknown, {label: allowed values})}
     from docs/metrics.md."""
     out = {}
-    with open(assets.CATALOGUE, "r", encoding="utf-8") as f:
-        for line in f:
-            if not re.match(r"^\|\s*`", line):
-                continue
-            cols = [c.strip() for c in line.strip().strip("|").split("|")]
-            name = cols[0].strip("`")
-            kind = cols[1].split()[0]
-            labels, values = None, {}
-            if len(cols) >= 4:          # | metric | type | labels | meaning |
-                labels = set()
-                for m in re.finditer(r"`(\w+)`(\s*\(([^)]*)\))?", cols[2]):
-                    labels.add(m.group(1))
-                    if m.group(3):
-                        values[m.group(1)] = set(re.findall(r"`([^`]+)`", m.group(3)))
-            else:                        # | metric | type | meaning |
-                m = re.search(r"labels ((?:`\w+`(?:,\s*)?)+)", cols[-1])
-                labels = set(re.findall(r"`(\w+)`", m.group(1))) if m else set()
-            out[name] = (kind, labels, values)
+    for line in assets.daemon_catalogue_lines():
+        if not re.match(r"^\|\s*`", line):
+            continue
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = cols[0].strip("`")
+        kind = cols[1].split()[0]
+        labels, values = None, {}
+        if len(cols) >= 4:          # | metric | type | labels | meaning |
+            labels = set()
+            for m in re.finditer(r"`(\w+)`(\s*\(([^)]*)\))?", cols[2]):
+                labels.add(m.group(1))
+                if m.group(3):
+                    values[m.group(1)] = set(re.findall(r"`([^`]+)`", m.group(3)))
+        else:                        # | metric | type | meaning |
+            m = re.search(r"labels ((?:`\w+`(?:,\s*)?)+)", cols[-1])
+            labels = set(re.findall(r"`(\w+)`", m.group(1))) if m else set()
+        out[name] = (kind, labels, values)
     return out
 
 
