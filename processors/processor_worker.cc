@@ -490,7 +490,8 @@ class ProcessorWorker::Impl {
     const Lsn head = boost::json::parse(info->body).at("headLsn").to_number<Lsn>();
     const int32_t partition_count = PartitionCount(topic);
     if (partition_count <= 0) return Status(ErrorCode::kUnavailable, "no metadata for " + topic);
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(consumer_, topic.c_str(), nullptr);
+    std::unique_ptr<rd_kafka_topic_t, decltype(&rd_kafka_topic_destroy)> rkt(
+        rd_kafka_topic_new(consumer_, topic.c_str(), nullptr), &rd_kafka_topic_destroy);
     Lsn next = from_lsn + 1;
     std::set<Lsn> waiting;
     while (next <= head && !stopping_) {
@@ -499,7 +500,6 @@ class ProcessorWorker::Impl {
                                          "&limit=" + std::to_string(kFeedPage));
       if (!page.ok()) return page.status();
       if (Status s = StatusOfReply(*page); !s.ok()) {
-        rd_kafka_topic_destroy(rkt);
         return s;  // lsn_not_retained: the daemon's retention did not wait
       }
       boost::json::value body = boost::json::parse(page->body);
@@ -508,8 +508,9 @@ class ProcessorWorker::Impl {
         auto change = ParseChange(boost::json::serialize(envelope));
         if (!change.ok() || change->lsn > head) continue;
         const std::string& key = change->partition_key;
-        if (rd_kafka_msg_partitioner_murmur2_random(rkt, key.data(), key.size(), partition_count,
-                                                    nullptr, nullptr) != partition) {
+        if (rd_kafka_msg_partitioner_murmur2_random(rkt.get(), key.data(), key.size(),
+                                                    partition_count, nullptr,
+                                                    nullptr) != partition) {
           continue;
         }
         std::lock_guard<std::mutex> lock(mutex_);
@@ -522,7 +523,7 @@ class ProcessorWorker::Impl {
       if (changes.empty() || page_next <= next) break;
       next = page_next;
     }
-    rd_kafka_topic_destroy(rkt);
+    rkt.reset();
     // Wait until they are applied (or parked: then the partition waits too).
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
