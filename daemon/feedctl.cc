@@ -34,6 +34,7 @@ constexpr std::chrono::minutes kTimeout(30);
 struct Reply {
   int status = 0;
   boost::json::value body;
+  feedd::Status error;  // of a non-2xx answer (feedd::StatusOfReply)
 };
 
 class Client {
@@ -49,21 +50,13 @@ class Client {
     out.status = reply->status;
     boost::system::error_code ec;
     out.body = boost::json::parse(reply->body, ec);
+    out.error = feedd::StatusOfReply(*reply);
     return out;
   }
 
  private:
   feedd::HttpClient http_;
 };
-
-std::string ErrorText(const Reply& r) {
-  const auto* o = r.body.if_object();
-  if (o != nullptr && o->contains("error")) {
-    const auto& e = o->at("error").as_object();
-    return std::string(e.at("code").as_string()) + ": " + std::string(e.at("message").as_string());
-  }
-  return "HTTP " + std::to_string(r.status);
-}
 
 std::vector<std::string> ProcessorNames(Client& client) {
   Reply r = client.Call("GET", "/v1/processors");
@@ -77,7 +70,7 @@ std::vector<std::string> ProcessorNames(Client& client) {
 int Processors(Client& client) {
   Reply r = client.Call("GET", "/v1/processors");
   if (r.status != 200) {
-    std::cerr << "feedctl: " << ErrorText(r) << "\n";
+    std::cerr << "feedctl: " << r.error.ToString() << "\n";
     return kFailed;
   }
   std::printf("%-16s %-12s %-6s %-10s %12s %10s %8s %8s\n", "NAME", "KIND", "SOURCE", "STATE",
@@ -104,7 +97,7 @@ int Verify(Client& client, std::vector<std::string> names) {
   for (const auto& name : names) {
     Reply r = client.Call("POST", "/v1/processors/" + name + "/verify");
     if (r.status != 200) {
-      std::cout << name << ": cannot verify: " << ErrorText(r) << "\n";
+      std::cout << name << ": cannot verify: " << r.error.ToString() << "\n";
       rc = kFailed;
       continue;
     }

@@ -3,8 +3,9 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <utility>
+
+#include "feed/message_headers.h"
 
 namespace feedd {
 
@@ -56,18 +57,7 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
       rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer, 50);
       if (msg == nullptr) continue;
       if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_headers_t* headers = nullptr;
-        const void* value = nullptr;
-        size_t size = 0;
-        if (rd_kafka_message_headers(msg, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            rd_kafka_header_get_last(headers, "feedd-lsn", &value, &size) ==
-                RD_KAFKA_RESP_ERR_NO_ERROR) {
-          const char* text = static_cast<const char*>(value);
-          uint64_t lsn = 0;
-          if (std::from_chars(text, text + size, lsn).ec == std::errc() && lsn > after_lsn) {
-            lsns.insert(lsn);
-          }
-        }
+        if (Lsn lsn = LsnHeader(msg); lsn > after_lsn) lsns.insert(lsn);
         auto it = end_offsets.find({rd_kafka_topic_name(msg->rkt), msg->partition});
         if (it != end_offsets.end() && msg->offset + 1 >= it->second) end_offsets.erase(it);
       }

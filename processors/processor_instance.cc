@@ -3,7 +3,6 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -12,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "feed/message_headers.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
@@ -449,16 +449,7 @@ class ProcessorInstance::Impl {
       return;
     }
     if (m->payload == nullptr) return;  // a tombstone
-    rd_kafka_headers_t* headers = nullptr;
-    const void* value = nullptr;
-    size_t size = 0;
-    Lsn lsn = 0;
-    if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_header_get_last(headers, "feedd-lsn", &value, &size) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const char* text = static_cast<const char*>(value);
-      std::from_chars(text, text + size, lsn);
-    }
+    const Lsn lsn = LsnHeader(m);
     if (lsn == 0 || Tracked(lsn) || lsn > store_->HeadLsn()) return;
     auto change = ParseChange(std::string_view(static_cast<const char*>(m->payload), m->len));
     if (!change.ok() || change->lsn != lsn || sources_.count(change->container) == 0) {

@@ -3,7 +3,6 @@
 #include <librdkafka/rdkafka.h>
 
 #include <boost/json.hpp>
-#include <charconv>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "feed/message_headers.h"
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
@@ -23,24 +23,6 @@ namespace {
 constexpr auto kCommitInterval = std::chrono::milliseconds(200);
 constexpr size_t kMaxInFlight = 20000;  // back-pressure on the consumer
 constexpr int kFeedPage = 1000;
-
-std::string_view HeaderValue(const rd_kafka_message_t* m, const char* name) {
-  rd_kafka_headers_t* headers = nullptr;
-  const void* value = nullptr;
-  size_t size = 0;
-  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-      rd_kafka_header_get_last(headers, name, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-      value == nullptr) {
-    return {};
-  }
-  return {static_cast<const char*>(value), size};
-}
-
-Lsn ParseLsn(std::string_view text) {
-  Lsn lsn = 0;
-  std::from_chars(text.data(), text.data() + text.size(), lsn);
-  return lsn;
-}
 
 }  // namespace
 
@@ -260,7 +242,7 @@ class ProcessorWorker::Impl {
       return;
     }
     PartitionKey key{rd_kafka_topic_name(m->rkt), m->partition};
-    const Lsn lsn = ParseLsn(HeaderValue(m, "feedd-lsn"));
+    const Lsn lsn = LsnHeader(m);
     std::optional<Change> change;
     if (lsn != 0 && m->payload != nullptr) change = ToChange(m, lsn);
 
