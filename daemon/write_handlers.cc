@@ -2,7 +2,6 @@
 // one item, and the transactional batch.
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <optional>
 #include <string_view>
@@ -180,13 +179,7 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
                       "\"body\" must be a JSON object for " + std::string(kind->name));
       }
       Result<PreparedItem> item =
-          PrepareItem(spec, std::move(body->as_object()), pk, id, max_item_bytes);
-      if (item.ok() && op.source_lsn) {
-        // Stored as the item's _sourceLsn, the one '_' property a client may set.
-        boost::json::object with_source = boost::json::parse(item->body_json).as_object();
-        with_source["_sourceLsn"] = *op.source_lsn;
-        item = PrepareDerivedItem(spec, std::move(with_source), max_item_bytes);
-      }
+          PrepareItem(spec, std::move(body->as_object()), pk, id, max_item_bytes, op.source_lsn);
       if (!item.ok()) return item.status();
       op.id = item->id;
       op.item = std::move(*item);

@@ -65,7 +65,7 @@ namespace {
 Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body,
                              std::optional<std::string_view> expected_pk,
                              std::optional<std::string_view> expected_id, size_t max_item_bytes,
-                             bool derived) {
+                             bool derived, std::optional<uint64_t> source_lsn) {
   PreparedItem item;
   const boost::json::value* id = body.if_contains("id");
   if (id == nullptr) return Status(ErrorCode::kInvalidId, "the item has no 'id'");
@@ -81,6 +81,7 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
     StripStoreProperties(body);
   } else {
     StripSystemProperties(body);
+    if (source_lsn) body["_sourceLsn"] = *source_lsn;
   }
   boost::json::value root(std::move(body));
   auto pointer = JsonPointer::Parse(spec.partition_key_path);
@@ -116,14 +117,16 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
 
 Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
                                  std::optional<std::string_view> expected_pk,
-                                 std::optional<std::string_view> expected_id,
-                                 size_t max_item_bytes) {
-  return Prepare(spec, std::move(body), expected_pk, expected_id, max_item_bytes, false);
+                                 std::optional<std::string_view> expected_id, size_t max_item_bytes,
+                                 std::optional<uint64_t> source_lsn) {
+  return Prepare(spec, std::move(body), expected_pk, expected_id, max_item_bytes, false,
+                 source_lsn);
 }
 
 Result<PreparedItem> PrepareDerivedItem(const ContainerSpec& spec, boost::json::object body,
                                         size_t max_item_bytes) {
-  return Prepare(spec, std::move(body), std::nullopt, std::nullopt, max_item_bytes, true);
+  return Prepare(spec, std::move(body), std::nullopt, std::nullopt, max_item_bytes, true,
+                 std::nullopt);
 }
 
 }  // namespace feedd

@@ -36,12 +36,13 @@ struct PreparedItem {
 // Validates `body` as an item of `spec`: a JSON object with a valid `id` and a
 // string partition key. `expected_pk` / `expected_id`, when set, must equal the
 // values in the body (a path parameter, or the partition of a batch).
-// Properties whose name starts with '_' are dropped. `max_item_bytes` bounds
-// the serialized body.
+// Properties whose name starts with '_' are dropped; with `source_lsn` (a
+// processor's write, docs/api.md "Batch") the item then gets _sourceLsn set
+// to it. `max_item_bytes` bounds the serialized body.
 Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
                                  std::optional<std::string_view> expected_pk,
-                                 std::optional<std::string_view> expected_id,
-                                 size_t max_item_bytes);
+                                 std::optional<std::string_view> expected_id, size_t max_item_bytes,
+                                 std::optional<uint64_t> source_lsn = std::nullopt);
 
 // OK when `id` is 1-255 bytes with no '/', '\\', '?', '#' or control character.
 Status ValidateId(std::string_view id);
