@@ -56,15 +56,6 @@ void KeyedApplier::Dispatch(Change change) {
   w->wake.notify_one();
 }
 
-size_t KeyedApplier::queued() const {
-  size_t n = 0;
-  for (const auto& w : workers_) {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    n += w->queue.size();
-  }
-  return n;
-}
-
 void KeyedApplier::WorkerLoop(Worker* w) {
   for (;;) {
     Change change;

@@ -83,8 +83,6 @@ class KeyedApplier {
   uint64_t parked() const { return parked_count_.load(); }
   uint64_t parked_total() const { return parked_total_.load(); }
   uint64_t errors() const { return errors_.load(); }
-  // Changes in the queues (not applied, not parked).
-  size_t queued() const;
 
  private:
   struct Worker {

@@ -1,7 +1,5 @@
 #include "util/http_client.h"
 
-#include <strings.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -19,15 +17,6 @@ using tcp = boost::asio::ip::tcp;
 constexpr size_t kMaxReplyBytes = 256u << 20;
 
 }  // namespace
-
-std::string HttpReply::Header(std::string_view name) const {
-  for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() && strncasecmp(key.data(), name.data(), name.size()) == 0) {
-      return value;
-    }
-  }
-  return "";
-}
 
 // One TCP connection driven synchronously: each operation runs the
 // io_context until it completes or the deadline closes the socket.
@@ -82,9 +71,8 @@ HttpClient::HttpClient(std::string address, std::chrono::milliseconds timeout)
 
 HttpClient::~HttpClient() = default;
 
-Result<HttpReply> HttpClient::Send(
-    std::string_view method, std::string_view target, std::string_view body,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view target,
+                                   std::string_view body) {
   http::verb verb = http::string_to_verb(method);
   if (verb == http::verb::unknown) {
     return Status(ErrorCode::kInvalidRequest, "unknown HTTP method " + std::string(method));
@@ -96,7 +84,6 @@ Result<HttpReply> HttpClient::Send(
     request.set(http::field::content_type, "application/json");
     request.body().assign(body);
   }
-  for (const auto& [name, value] : headers) request.set(name, value);
   request.prepare_payload();
 
   size_t colon = address_.rfind(':');
@@ -129,9 +116,6 @@ Result<HttpReply> HttpClient::Send(
   if (!response.keep_alive()) connection_.reset();
   HttpReply reply;
   reply.status = response.result_int();
-  for (const auto& field : response) {
-    reply.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
   reply.body = std::move(response.body());
   return reply;
 }

@@ -13,8 +13,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "util/status.h"
 
@@ -23,10 +21,6 @@ namespace feedd {
 struct HttpReply {
   int status = 0;
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-
-  // The value of header `name` (case-insensitive), or "".
-  std::string Header(std::string_view name) const;
 };
 
 class HttpClient {
@@ -42,8 +36,7 @@ class HttpClient {
   // Sends `method` (GET, POST, PUT, PATCH, DELETE) to `target` with a JSON
   // body when `body` is not empty.
   Result<HttpReply> Send(std::string_view method, std::string_view target,
-                         std::string_view body = {},
-                         const std::vector<std::pair<std::string, std::string>>& headers = {});
+                         std::string_view body = {});
 
  private:
   class Connection;
