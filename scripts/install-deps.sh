@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
-  librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev
+  librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev libjemalloc-dev
   libgtest-dev libgmock-dev
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
