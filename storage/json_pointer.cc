@@ -3,10 +3,8 @@
 #include <boost/json.hpp>
 
 namespace feedd {
-namespace {
 
-// Canonical array index: "0" or digits without a leading zero.
-bool ParseArrayIndex(const std::string& token, size_t* index) {
+bool ParseArrayIndex(std::string_view token, size_t* index) {
   if (token.empty() || token.size() > 9) return false;
   if (token.size() > 1 && token[0] == '0') return false;
   size_t n = 0;
@@ -17,6 +15,8 @@ bool ParseArrayIndex(const std::string& token, size_t* index) {
   *index = n;
   return true;
 }
+
+namespace {
 
 template <typename V>
 V* FindIn(V* current, const std::vector<std::string>& tokens) {

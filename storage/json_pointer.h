@@ -39,4 +39,8 @@ class JsonPointer {
   std::vector<std::string> tokens_;
 };
 
+// A pointer token as an array index: "0" or decimal digits without a leading
+// zero (at most 9), as Find accepts them. False for anything else.
+bool ParseArrayIndex(std::string_view token, size_t* index);
+
 }  // namespace feedd

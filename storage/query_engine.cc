@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <queue>
 #include <unordered_set>
 
 #include "storage/json_order.h"
+#include "storage/json_scan.h"
 #include "storage/key_format.h"
 
 namespace feedd {
@@ -40,6 +40,20 @@ bool HexDecode(std::string_view in, std::string* out) {
   return true;
 }
 
+// The smallest key above every key that starts with `prefix`; "" when there
+// is none (an empty prefix, or one of 0xff bytes only).
+std::string PrefixSuccessor(std::string prefix) {
+  while (!prefix.empty()) {
+    unsigned char last = static_cast<unsigned char>(prefix.back());
+    if (last != 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return prefix;
+}
+
 // Where the previous page stopped: the item key of its last item and, for
 // ordered queries, that item's sort value.
 struct Continuation {
@@ -47,6 +61,10 @@ struct Continuation {
   std::string item_key;
   std::optional<boost::json::value> sort_value;  // nullopt: missing
 };
+
+const boost::json::value* Ptr(const std::optional<boost::json::value>& v) {
+  return v ? &*v : nullptr;
+}
 
 Status BadContinuation() {
   return Status(ErrorCode::kInvalidQuery, "'continuation' is not one this query returned");
@@ -85,10 +103,9 @@ struct Candidate {
 };
 
 // Query order: by sort value, then item key; reversed when descending.
-int CompareCandidates(const std::optional<boost::json::value>& av, std::string_view ak,
-                      const std::optional<boost::json::value>& bv, std::string_view bk,
-                      bool descending) {
-  int c = CompareJson(av ? &*av : nullptr, bv ? &*bv : nullptr);
+int CompareCandidates(const boost::json::value* av, std::string_view ak,
+                      const boost::json::value* bv, std::string_view bk, bool descending) {
+  int c = CompareJson(av, bv);
   if (c == 0) c = ak.compare(bk) < 0 ? -1 : (ak == bk ? 0 : 1);
   return descending ? -c : c;
 }
@@ -154,7 +171,13 @@ class QueryRun {
   // Visits the keys under `prefix` of `cf` (items, or index entries whose
   // items are then read), resuming after an unordered continuation.
   Status Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& prefix, bool index_scan) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(read_options_, cf));
+    // The bound lets RocksDB stop at the range's end instead of stepping
+    // over what follows it (deleted keys included).
+    const std::string upper = PrefixSuccessor(prefix);
+    const rocksdb::Slice upper_slice(upper);
+    rocksdb::ReadOptions options = read_options_;
+    if (!upper.empty()) options.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(options, cf));
     std::string seek = SeekKey(prefix, index_scan);
     std::string value;
     for (it->Seek(seek); it->Valid(); it->Next()) {
@@ -193,17 +216,15 @@ class QueryRun {
       last_pk_.assign(pk);
       partitions_.insert(last_pk_);
     }
-    // Every item is parsed to test the filters and find the sort value: into
-    // one arena reused item after item (no allocation per JSON node).
+    // Filters and the sort value are read from the item's text: only the
+    // fields the query names are parsed, into an arena reused item after item.
+    scratch_ = nullptr;
     parse_arena_.release();
-    boost::system::error_code ec;
-    parser_.reset(&parse_arena_);
-    parser_.write(json, ec);
-    if (ec) return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c_.spec.name);
-    const boost::json::value item = parser_.release();
     for (const auto& f : spec_.filters) {
-      const boost::json::value* v = f.path.Find(item);
-      if (v == nullptr || !JsonEquals(*v, f.value)) return Status::Ok();
+      std::string_view raw;
+      JsonScan found = FindJsonValue(json, f.path.tokens(), &raw);
+      if (found == JsonScan::kMalformed) return CorruptItem();
+      if (found == JsonScan::kMissing || !RawEquals(raw, f.value)) return Status::Ok();
     }
     if (!spec_.order_by) {
       result_.items.emplace_back(json);
@@ -213,41 +234,91 @@ class QueryRun {
       }
       return Status::Ok();
     }
-    const boost::json::value* sv = spec_.order_by->Find(item);
-    std::optional<boost::json::value> sort_value;
-    if (sv != nullptr) sort_value.emplace(*sv, boost::json::storage_ptr());  // out of the arena
-    if (cont_.present && CompareCandidates(sort_value, item_key, cont_.sort_value, cont_.item_key,
-                                           spec_.descending) <= 0) {
+    std::string_view raw;
+    JsonScan found = FindJsonValue(json, spec_.order_by->tokens(), &raw);
+    if (found == JsonScan::kMalformed) return CorruptItem();
+    const boost::json::value* sort_value = nullptr;
+    if (found == JsonScan::kFound) {
+      sort_value = ParseScratch(raw);
+      if (sort_value == nullptr) return CorruptItem();
+    }
+    if (cont_.present && CompareCandidates(sort_value, item_key, Ptr(cont_.sort_value),
+                                           cont_.item_key, spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
     }
-    heap_.push(Candidate{std::move(sort_value), std::string(item_key), std::string(json)});
-    if (heap_.size() > spec_.limit) {
-      heap_.pop();
+    // The page so far is a heap of indexes into candidates_, worst on top.
+    // An item that enters a full page takes the slot of the one it pushes
+    // out, reusing its strings' memory.
+    size_t slot = candidates_.size();
+    if (heap_.size() == spec_.limit) {
       more_ = true;
+      const Candidate& last = candidates_[heap_.front()];
+      if (CompareCandidates(sort_value, item_key, Ptr(last.sort_value), last.item_key,
+                            spec_.descending) > 0) {
+        return Status::Ok();  // it goes after the page's last item
+      }
+      std::pop_heap(heap_.begin(), heap_.end(), WorseFirst{this});
+      slot = heap_.back();
+      heap_.pop_back();
+    } else {
+      candidates_.emplace_back();
     }
+    Candidate& c = candidates_[slot];
+    if (sort_value != nullptr) {
+      c.sort_value.emplace(*sort_value, boost::json::storage_ptr());
+    } else {
+      c.sort_value.reset();
+    }
+    c.item_key.assign(item_key);
+    c.json.assign(json);
+    heap_.push_back(static_cast<uint32_t>(slot));
+    std::push_heap(heap_.begin(), heap_.end(), WorseFirst{this});
     return Status::Ok();
   }
 
-  void FinishOrdered() {
-    std::vector<Candidate> page;
-    page.reserve(heap_.size());
-    while (!heap_.empty()) {
-      page.push_back(std::move(const_cast<Candidate&>(heap_.top())));
-      heap_.pop();
+  Status CorruptItem() const {
+    return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c_.spec.name);
+  }
+
+  // `raw` (one value's text) parsed into the per-item arena; nullptr if it
+  // is not JSON.
+  const boost::json::value* ParseScratch(std::string_view raw) {
+    boost::system::error_code ec;
+    parser_.reset(&parse_arena_);
+    parser_.write(raw, ec);
+    if (ec) return nullptr;
+    scratch_ = parser_.release();
+    return &scratch_;
+  }
+
+  // Filter equality on a value's text: a plain string compares as text, the
+  // rest after parsing (numbers by value, as JsonEquals).
+  bool RawEquals(std::string_view raw, const boost::json::value& want) {
+    if (const auto* s = want.if_string(); s != nullptr && raw.size() >= 2 && raw.front() == '"' &&
+                                          raw.find('\\') == std::string_view::npos) {
+      return raw.substr(1, raw.size() - 2) == std::string_view(*s);
     }
-    std::reverse(page.begin(), page.end());
-    for (auto& c : page) result_.items.push_back(std::move(c.json));
-    if (more_ && !page.empty()) {
-      const auto& last = page.back();
-      result_.continuation =
-          EncodeContinuation(last.item_key, last.sort_value ? &*last.sort_value : nullptr, true);
+    const boost::json::value* v = ParseScratch(raw);
+    return v != nullptr && JsonEquals(*v, want);
+  }
+
+  void FinishOrdered() {
+    std::sort_heap(heap_.begin(), heap_.end(), WorseFirst{this});  // best first
+    for (uint32_t i : heap_) result_.items.push_back(std::move(candidates_[i].json));
+    if (more_ && !heap_.empty()) {
+      const Candidate& last = candidates_[heap_.back()];
+      result_.continuation = EncodeContinuation(last.item_key, Ptr(last.sort_value), true);
     }
   }
 
+  // Heap order on candidate indexes: true when a goes before b in the query.
   struct WorseFirst {
-    bool descending;
-    bool operator()(const Candidate& a, const Candidate& b) const {
-      return CompareCandidates(a.sort_value, a.item_key, b.sort_value, b.item_key, descending) < 0;
+    const QueryRun* run;
+    bool operator()(uint32_t a, uint32_t b) const {
+      const Candidate& x = run->candidates_[a];
+      const Candidate& y = run->candidates_[b];
+      return CompareCandidates(Ptr(x.sort_value), x.item_key, Ptr(y.sort_value), y.item_key,
+                               run->spec_.descending) < 0;
     }
   };
 
@@ -259,18 +330,19 @@ class QueryRun {
   rocksdb::ReadOptions read_options_;
   const IndexHandle* index_ = nullptr;
   QueryResult result_;
-  // Items up to ~16 KiB parse without touching the heap; release() keeps it.
-  unsigned char parse_buffer_[16384];
+  // Filter and sort values parse without touching the heap; release() keeps it.
+  unsigned char parse_buffer_[4096];
   boost::json::monotonic_resource parse_arena_{parse_buffer_, sizeof(parse_buffer_)};
   boost::json::parser parser_;
+  boost::json::value scratch_;  // the last ParseScratch() result, in parse_arena_
   bool single_partition_ = false;
   std::string last_pk_;
   std::unordered_set<std::string> partitions_;
   bool stopped_ = false;  // unordered: the page is full
   bool more_ = false;     // more matches may follow
   std::string last_key_;
-  std::priority_queue<Candidate, std::vector<Candidate>, WorseFirst> heap_{
-      WorseFirst{spec_.descending}};
+  std::vector<Candidate> candidates_;  // ordered queries: at most `limit`
+  std::vector<uint32_t> heap_;         // indexes into candidates_
 };
 
 }  // namespace

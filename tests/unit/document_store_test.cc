@@ -1137,6 +1137,10 @@ TEST_F(StoreTest, FiltersMatchScalarsAndPointers) {
   ASSERT_TRUE(
       IsOk(Create("feed", R"({"id":"i3","type":"t","n":2,"b":"true","z":0,"m":"en"})").status));
   ASSERT_TRUE(IsOk(Create("feed", R"({"id":"i4","type":"t","n":"1","lang":"en"})").status));
+  // Stored text with escapes, and a value that is an object.
+  ASSERT_TRUE(IsOk(
+      Create("feed", R"({"id":"i5","type":"t","q":"say \"hi\"\n","o":{"a":[1,2]},"e":"caf\u00e9"})")
+          .status));
 
   auto run = [&](std::vector<FieldFilter> filters, bool cross) {
     QuerySpec q;
@@ -1158,8 +1162,13 @@ TEST_F(StoreTest, FiltersMatchScalarsAndPointers) {
     EXPECT_EQ(run({Eq("/z", nullptr)}, cross), (Ids{"i1"}));
     EXPECT_EQ(run({Eq("/m/lang", "en")}, cross), (Ids{"i1"}));
     EXPECT_EQ(run({Eq("/m/lang", "en"), Eq("/n", 2)}, cross), (Ids{}));
+    EXPECT_EQ(run({Eq("/q", "say \"hi\"\n")}, cross), (Ids{"i5"}));
+    EXPECT_EQ(run({Eq("/q", "say \\\"hi\\\"\\n")}, cross), (Ids{}));  // the escaped text
+    EXPECT_EQ(run({Eq("/e", "caf\xc3\xa9")}, cross), (Ids{"i5"}));
+    EXPECT_EQ(run({Eq("/o", json::parse(R"({"a":[1,2]})"))}, cross), (Ids{"i5"}));
+    EXPECT_EQ(run({Eq("/o/a/1", 2)}, cross), (Ids{"i5"}));
     EXPECT_EQ(run({Eq("/n", 1), Eq("/b", false)}, cross), (Ids{"i2"}));
-    EXPECT_EQ(run({Eq("/type", "t")}, cross), (Ids{"i1", "i2", "i3", "i4"}));
+    EXPECT_EQ(run({Eq("/type", "t")}, cross), (Ids{"i1", "i2", "i3", "i4", "i5"}));
   }
 }
 

@@ -1,0 +1,184 @@
+#include "storage/json_scan.h"
+
+#include <boost/json/parse.hpp>
+#include <cstring>
+
+#include "storage/json_pointer.h"
+
+namespace feedd {
+namespace {
+
+// A read position in JSON text. Every method checks bounds; a false return
+// means the text is not JSON where the cursor stands.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view text) : s_(text) {}
+
+  size_t pos() const { return pos_; }
+  bool AtEnd() const { return pos_ >= s_.size(); }
+  char Peek() const { return s_[pos_]; }  // only when !AtEnd()
+
+  void SkipWhitespace() {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
+      ++pos_;
+    }
+  }
+
+  // Consumes `c` after optional whitespace.
+  bool Expect(char c) {
+    SkipWhitespace();
+    if (AtEnd() || s_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  // At a '"': moves past the closing quote. *content is the text between
+  // the quotes, still escaped; *escaped tells whether it holds a backslash.
+  bool String(std::string_view* content, bool* escaped) {
+    if (AtEnd() || s_[pos_] != '"') return false;
+    const size_t start = ++pos_;
+    while (true) {
+      const void* q = std::memchr(s_.data() + pos_, '"', s_.size() - pos_);
+      if (q == nullptr) return false;
+      size_t quote = static_cast<size_t>(static_cast<const char*>(q) - s_.data());
+      size_t backslashes = 0;
+      while (quote - backslashes > start && s_[quote - backslashes - 1] == '\\') ++backslashes;
+      pos_ = quote + 1;
+      if (backslashes % 2 == 0) {
+        *content = s_.substr(start, quote - start);
+        *escaped = content->find('\\') != std::string_view::npos;
+        return true;
+      }
+    }
+  }
+
+  // Moves past the value that starts here (after optional whitespace).
+  bool SkipValue() {
+    SkipWhitespace();
+    if (AtEnd()) return false;
+    std::string_view content;
+    bool escaped;
+    switch (s_[pos_]) {
+      case '"':
+        return String(&content, &escaped);
+      case '{':
+      case '[': {
+        int depth = 0;
+        while (!AtEnd()) {
+          char c = s_[pos_];
+          if (c == '"') {
+            if (!String(&content, &escaped)) return false;
+            continue;
+          }
+          ++pos_;
+          if (c == '{' || c == '[') {
+            ++depth;
+          } else if (c == '}' || c == ']') {
+            if (--depth == 0) return true;
+          }
+        }
+        return false;
+      }
+      default: {  // a number, true, false or null: their characters only
+        const size_t start = pos_;
+        while (!AtEnd()) {
+          char c = s_[pos_];
+          bool scalar = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
+                        c == '.' || c == 'E';
+          if (!scalar) break;
+          ++pos_;
+        }
+        return pos_ > start;
+      }
+    }
+  }
+
+ private:
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+// Whether the member name `content` (as written, between its quotes) is
+// `name`.
+bool NameEquals(std::string_view content, bool escaped, const std::string& name, bool* ok) {
+  *ok = true;
+  if (!escaped) return content == name;
+  std::string quoted;
+  quoted.reserve(content.size() + 2);
+  quoted.append(1, '"').append(content).append(1, '"');
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(quoted, ec);
+  if (ec || !v.is_string()) {
+    *ok = false;
+    return false;
+  }
+  return v.get_string() == name;
+}
+
+// At '{': moves to the value of member `name`.
+JsonScan EnterMember(Cursor& c, const std::string& name) {
+  if (!c.Expect('{')) return JsonScan::kMalformed;
+  c.SkipWhitespace();
+  if (!c.AtEnd() && c.Peek() == '}') return JsonScan::kMissing;
+  while (true) {
+    c.SkipWhitespace();
+    std::string_view content;
+    bool escaped, ok;
+    if (!c.String(&content, &escaped) || !c.Expect(':')) return JsonScan::kMalformed;
+    bool match = NameEquals(content, escaped, name, &ok);
+    if (!ok) return JsonScan::kMalformed;
+    if (match) return JsonScan::kFound;
+    if (!c.SkipValue()) return JsonScan::kMalformed;
+    c.SkipWhitespace();
+    if (c.AtEnd()) return JsonScan::kMalformed;
+    char next = c.Peek();
+    if (next == '}') return JsonScan::kMissing;
+    if (next != ',' || !c.Expect(',')) return JsonScan::kMalformed;
+  }
+}
+
+// At '[': moves to element `index`.
+JsonScan EnterElement(Cursor& c, size_t index) {
+  if (!c.Expect('[')) return JsonScan::kMalformed;
+  c.SkipWhitespace();
+  if (!c.AtEnd() && c.Peek() == ']') return JsonScan::kMissing;
+  for (size_t i = 0;; ++i) {
+    if (i == index) return JsonScan::kFound;
+    if (!c.SkipValue()) return JsonScan::kMalformed;
+    c.SkipWhitespace();
+    if (c.AtEnd()) return JsonScan::kMalformed;
+    char next = c.Peek();
+    if (next == ']') return JsonScan::kMissing;
+    if (next != ',' || !c.Expect(',')) return JsonScan::kMalformed;
+  }
+}
+
+}  // namespace
+
+JsonScan FindJsonValue(std::string_view json, const std::vector<std::string>& tokens,
+                       std::string_view* value) {
+  Cursor c(json);
+  for (const auto& token : tokens) {
+    c.SkipWhitespace();
+    if (c.AtEnd()) return JsonScan::kMalformed;
+    JsonScan step;
+    if (c.Peek() == '{') {
+      step = EnterMember(c, token);
+    } else if (c.Peek() == '[') {
+      size_t index;
+      if (!ParseArrayIndex(token, &index)) return JsonScan::kMissing;
+      step = EnterElement(c, index);
+    } else {
+      step = c.SkipValue() ? JsonScan::kMissing : JsonScan::kMalformed;
+    }
+    if (step != JsonScan::kFound) return step;
+  }
+  c.SkipWhitespace();
+  const size_t start = c.pos();
+  if (!c.SkipValue()) return JsonScan::kMalformed;
+  *value = json.substr(start, c.pos() - start);
+  return JsonScan::kFound;
+}
+
+}  // namespace feedd
