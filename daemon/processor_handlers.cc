@@ -22,6 +22,7 @@ boost::json::object StatusJson(const ProcessorStatus& s) {
            {"changes", s.lag_changes}, {"pending", s.pending}, {"seconds", s.lag_seconds}}},
       {"applied", s.applied},
       {"viewWrites", s.view_writes},
+      {"batches", s.batches},
       {"errors", s.errors},
       {"parked", s.parked},
       {"fromDurableFeed", s.from_durable_feed},

@@ -171,6 +171,9 @@ std::vector<MetricFamily> StateCollector::Collect() const {
                 {{"processor", s.name}, {"outcome", "parked"}});
       f.Counter("feedd_processor_view_writes_total", "Derived items written",
                 static_cast<double>(s.view_writes), l);
+      f.Counter("feedd_processor_batches_total",
+                "Runs of queued changes of one key applied with one commit",
+                static_cast<double>(s.batches), l);
       f.Counter("feedd_processor_rebuilds_total", "Rebuilds finished",
                 static_cast<double>(s.rebuilds), l);
     }

@@ -8,12 +8,14 @@
 namespace feedd {
 
 KeyedApplier::KeyedApplier(const ProcessorKind* kind, Options options, ApplyFn apply, DoneFn done,
-                           ErrorFn on_error)
+                           ErrorFn on_error, ApplyBatchFn apply_batch)
     : kind_(kind),
       options_(std::move(options)),
       apply_(std::move(apply)),
       done_(std::move(done)),
-      on_error_(std::move(on_error)) {}
+      on_error_(std::move(on_error)),
+      apply_batch_(std::move(apply_batch)),
+      max_batch_(apply_batch_ ? std::max<size_t>(1, kind->MaxBatch()) : 1) {}
 
 KeyedApplier::~KeyedApplier() { Stop(); }
 
@@ -58,24 +60,62 @@ void KeyedApplier::Dispatch(Change change) {
 
 void KeyedApplier::WorkerLoop(Worker* w) {
   for (;;) {
-    Change change;
+    std::vector<Change> batch;
+    std::string key;
     {
       std::unique_lock<std::mutex> lock(w->mutex);
       w->wake.wait_for(lock, std::chrono::milliseconds(100),
                        [&] { return stopping_.load() || !w->queue.empty(); });
       if (stopping_) return;
       if (w->queue.empty()) continue;
-      change = std::move(w->queue.front());
+      batch.push_back(std::move(w->queue.front()));
       w->queue.pop_front();
+      key = kind_->OrderingKey(batch.front());
+      // The run of changes of the same key queued right behind it.
+      while (batch.size() < max_batch_ && !w->queue.empty() &&
+             kind_->OrderingKey(w->queue.front()) == key) {
+        batch.push_back(std::move(w->queue.front()));
+        w->queue.pop_front();
+      }
     }
-    std::string key = kind_->OrderingKey(change);
-    if (ParkIfKeyParked(key, change)) continue;
-    std::string error;
-    if (ApplyWithRetries(change, &error)) {
-      done_(change);
-    } else if (!stopping_) {
-      ParkWithKey(key, std::move(change), error);
+    if (batch.size() == 1) {
+      ApplyOrPark(key, std::move(batch.front()));
+    } else {
+      ApplyBatchOrEach(key, std::move(batch));
     }
+  }
+}
+
+void KeyedApplier::ApplyOrPark(const std::string& key, Change change) {
+  if (ParkIfKeyParked(key, change)) return;
+  std::string error;
+  if (ApplyWithRetries(change, &error)) {
+    done_(change);
+  } else if (!stopping_) {
+    ParkWithKey(key, std::move(change), error);
+  }
+}
+
+void KeyedApplier::ApplyBatchOrEach(const std::string& key, std::vector<Change> batch) {
+  bool parked;
+  {
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    parked = parked_.count(key) != 0;
+  }
+  if (!parked) {
+    Status s = apply_batch_(batch);
+    if (s.ok()) {
+      ++batches_;
+      for (const Change& change : batch) done_(change);
+      return;
+    }
+    FEEDD_LOG(kWarning, "processor")
+        << options_.name << ": a batch of " << batch.size() << " changes (LSN " << batch.front().lsn
+        << " to " << batch.back().lsn << ") failed; applying them one at a time: " << s.ToString();
+  }
+  for (Change& change : batch) {
+    if (stopping_) return;
+    ApplyOrPark(key, std::move(change));
   }
 }
 

@@ -4,7 +4,10 @@
 // Dispatch() routes a change by the kind's ordering key: changes with equal
 // keys go to the same thread and are applied one at a time, in dispatch
 // order; other keys proceed in parallel. A change is applied through the
-// ApplyFn (which commits its effects); a failure is retried with exponential
+// ApplyFn (which commits its effects). With an ApplyBatchFn and a kind whose
+// MaxBatch() is above 1, a run of queued changes of one key is applied by
+// one call (one commit); if that fails they go through the ApplyFn one by
+// one, so what follows holds per change. A failure is retried with exponential
 // backoff, and after `max_attempts` the change is parked together with every
 // later change of its key (order kept) until ReplayParked(). Other keys keep
 // flowing. Nothing is dropped except by Stop(), whose owner re-reads from
@@ -54,13 +57,16 @@ class KeyedApplier {
   };
   // Applies one change and commits its effects; OK when they are committed.
   using ApplyFn = std::function<Status(const Change&)>;
+  // Applies changes of one key in order and commits their effects together.
+  using ApplyBatchFn = std::function<Status(const std::vector<Change>&)>;
   // After a change was applied (its effects committed).
   using DoneFn = std::function<void(const Change&)>;
   // After each failed attempt, with a description.
   using ErrorFn = std::function<void(const std::string&)>;
 
+  // `apply_batch` may be empty: every change then goes through `apply`.
   KeyedApplier(const ProcessorKind* kind, Options options, ApplyFn apply, DoneFn done,
-               ErrorFn on_error);
+               ErrorFn on_error, ApplyBatchFn apply_batch = nullptr);
   ~KeyedApplier();
   KeyedApplier(const KeyedApplier&) = delete;
   KeyedApplier& operator=(const KeyedApplier&) = delete;
@@ -83,6 +89,8 @@ class KeyedApplier {
   uint64_t parked() const { return parked_count_.load(); }
   uint64_t parked_total() const { return parked_total_.load(); }
   uint64_t errors() const { return errors_.load(); }
+  // Batches of more than one change applied with one commit.
+  uint64_t batches() const { return batches_.load(); }
 
  private:
   struct Worker {
@@ -98,6 +106,8 @@ class KeyedApplier {
 
   Worker* WorkerFor(const Change& change) const;
   void WorkerLoop(Worker* w);
+  void ApplyOrPark(const std::string& key, Change change);
+  void ApplyBatchOrEach(const std::string& key, std::vector<Change> batch);
   bool ApplyWithRetries(const Change& change, std::string* error);
   bool ParkIfKeyParked(const std::string& key, Change& change);
   void ParkWithKey(const std::string& key, Change change, const std::string& error);
@@ -107,6 +117,8 @@ class KeyedApplier {
   const ApplyFn apply_;
   const DoneFn done_;
   const ErrorFn on_error_;
+  const ApplyBatchFn apply_batch_;
+  const size_t max_batch_;
 
   std::atomic<bool> stopping_{true};
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -116,6 +128,7 @@ class KeyedApplier {
   std::atomic<uint64_t> parked_count_{0};
   std::atomic<uint64_t> parked_total_{0};
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> batches_{0};
 };
 
 }  // namespace feedd

@@ -13,6 +13,7 @@
 
 #include "feed/message_headers.h"
 #include "processors/keyed_applier.h"
+#include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
 #include "util/clock.h"
@@ -41,14 +42,15 @@ class ProcessorInstance::Impl {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
-        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
-                              config_.retry_backoff},
+        KeyedApplier::Options{
+            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff, {}},
         [this](const Change& change) { return ApplyOnce(change); },
         [this](const Change& change) {
           ++applied_count_;
           Done(change.lsn);
         },
-        [this](const std::string& error) { SetError(error); });
+        [this](const std::string& error) { SetError(error); },
+        [this](const std::vector<Change>& changes) { return ApplyBatch(changes); });
   }
 
   ~Impl() { Stop(); }
@@ -131,6 +133,7 @@ class ProcessorInstance::Impl {
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
     s.errors = applier_->errors();
+    s.batches = applier_->batches();
     s.from_durable_feed = from_durable_feed_.load();
     return s;
   }
@@ -308,6 +311,26 @@ class ProcessorInstance::Impl {
     if (!s.ok()) return s;
     view_writes_ += ctx.writes_committed();
     ObserveViewCommitted(config_, change, ctx.writes_committed());
+    return Status::Ok();
+  }
+
+  // Several changes of one key, each seeing the writes of those before it,
+  // committed together (ProcessorKind::MaxBatch()).
+  Status ApplyBatch(const std::vector<Change>& changes) {
+    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    StagedReadsViewContext staged(&ctx);
+    std::vector<bool> wrote;
+    wrote.reserve(changes.size());
+    for (const Change& change : changes) {
+      const size_t before = ctx.writes_made();
+      if (Status s = kind_->Apply(change, staged); !s.ok()) return s;
+      wrote.push_back(ctx.writes_made() != before);
+    }
+    if (Status s = ctx.Commit(); !s.ok()) return s;
+    view_writes_ += ctx.writes_committed();
+    for (size_t i = 0; i < changes.size(); ++i) {
+      ObserveViewCommitted(config_, changes[i], wrote[i] ? 1 : 0);
+    }
     return Status::Ok();
   }
 

@@ -83,6 +83,7 @@ struct ProcessorStatus {
   double lag_seconds = 0;          // age of the oldest unapplied change
   uint64_t applied = 0;            // changes applied (including no-ops)
   uint64_t view_writes = 0;        // derived items written
+  uint64_t batches = 0;            // runs of changes applied with one commit
   uint64_t errors = 0;             // failed attempts
   uint64_t parked = 0;             // parked now
   uint64_t parked_total = 0;       // ever parked

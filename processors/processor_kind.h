@@ -43,6 +43,15 @@ class ProcessorKind {
   // so for a kind that keeps one view for all changes (top_n).
   virtual bool Distributable() const { return true; }
 
+  // How many queued changes of one ordering key the runtime may apply in a
+  // row before committing them together (one commit instead of one each).
+  // Reads then see the writes staged by the earlier changes of the batch
+  // (StagedReadsViewContext): a kind may batch when its Apply() reads its
+  // own views only through Read() and Query() and does not rely on _lsn,
+  // _etag or _ts of items it wrote. If a batch fails, its changes are
+  // applied again one at a time, so retries and parking stay per change.
+  virtual size_t MaxBatch() const { return 1; }
+
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
   // Derives the whole view from the current source state.
   virtual Status Rebuild(ViewContext& ctx) const = 0;

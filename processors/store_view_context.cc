@@ -49,6 +49,7 @@ void StoreViewContext::Stage(const std::string& container, const std::string& pk
     requests.push_back(WriteRequest{container, pk, {}});
   }
   requests.back().ops.push_back(std::move(op));
+  ++staged_ops_;
 }
 
 Status StoreViewContext::Upsert(const std::string& container, boost::json::object item) {
@@ -102,6 +103,7 @@ Status StoreViewContext::Commit() {
     }
   }
   staged_.clear();
+  staged_ops_ = 0;
   WriteResult result = store_->WriteView(std::move(view));
   if (result.status.ok()) writes_committed_ += ops;
   return result.status;

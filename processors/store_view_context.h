@@ -38,6 +38,8 @@ class StoreViewContext : public ViewContext {
   Status Commit();
   bool has_writes() const { return !staged_.empty(); }
   size_t writes_committed() const { return writes_committed_; }
+  // Writes staged or committed through this context so far.
+  size_t writes_made() const { return writes_committed_ + staged_ops_; }
 
  private:
   void Stage(const std::string& container, const std::string& pk, WriteOp op);
@@ -48,6 +50,7 @@ class StoreViewContext : public ViewContext {
   // (container, partition key) -> requests of at most kMaxBatchOperations ops.
   std::map<std::pair<std::string, std::string>, std::vector<WriteRequest>> staged_;
   size_t writes_committed_ = 0;
+  size_t staged_ops_ = 0;
 };
 
 }  // namespace feedd

@@ -38,6 +38,9 @@ class TopN : public ProcessorKind, public views::CopySettings {
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
   std::string OrderingKey(const Change&) const override { return target_container; }
   bool Distributable() const override { return false; }
+  // Every change shares one key, so each would wait for its own commit:
+  // under load, changes queue up and are applied a run at a time.
+  size_t MaxBatch() const override { return 64; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     auto source = ctx.Read(change.container, change.partition_key, change.id);

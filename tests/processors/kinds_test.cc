@@ -17,6 +17,7 @@
 #include "fake_view_context.h"
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
+#include "processors/staged_reads_view_context.h"
 
 namespace feedd::proctest {
 namespace {
@@ -1030,6 +1031,44 @@ TEST_F(FeedTest, ChangesAppliedAsTheyHappenKeepTheInvariant) {
     ASSERT_EQ(FeedIds(), ExpectedIds()) << "after change #" << i << " (" << c.id << ")";
   }
   ExpectMembersAreCurrent();
+}
+
+// Batches (ProcessorKind::MaxBatch()): runs of changes applied through one
+// StagedReadsViewContext and committed once keep the same invariant at every
+// commit as changes applied one at a time, whatever the run lengths.
+TEST_F(FeedTest, RunsOfChangesAppliedAsOneBatchKeepTheInvariant) {
+  Make(3);
+  EXPECT_GT(kind_->MaxBatch(), 1u);  // the feed batches
+  for (size_t cap : {3u, 100u}) {
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+      SCOPED_TRACE("cap " + std::to_string(cap) + ", seed " + std::to_string(seed));
+      Make(cap);
+      FakeViewContext model;
+      const std::vector<Change> all = History(model);
+      FakeViewContext ctx;
+      std::mt19937 rng(seed);
+      for (size_t i = 0; i < all.size();) {
+        // The sources move on by a run of changes, which then apply together.
+        const size_t run = std::min<size_t>(1 + rng() % 6, all.size() - i);
+        std::vector<Change> changes;
+        for (size_t k = i; k < i + run; ++k) {
+          const Change& c = all[k];
+          changes.push_back(c.op == ChangeOp::kDelete
+                                ? ctx.Remove(c.container, c.partition_key, c.id)
+                                : ctx.Put(c.container, *c.after));
+        }
+        StagedReadsViewContext staged(&ctx);
+        for (const Change& c : changes) {
+          ASSERT_TRUE(IsOk(kind_->Apply(c, staged))) << "LSN " << c.lsn;
+        }
+        ASSERT_TRUE(IsOk(ctx.Commit()));
+        i += run;
+        ASSERT_EQ(FeedIds(ctx), ExpectedIds(ctx, cap)) << "after change #" << i;
+      }
+      auto d = VerifyView(*kind_, ctx);
+      EXPECT_TRUE(d.empty()) << Joined(d);
+    }
+  }
 }
 
 TEST_F(FeedTest, RebuildFromScratchEqualsTheIncrementalResult) {

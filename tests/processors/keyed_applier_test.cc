@@ -1,0 +1,205 @@
+// Unit tests of KeyedApplier's batches (processors/keyed_applier.h): a run of
+// queued changes of one key goes to the ApplyBatchFn in order, bounded by
+// the kind's MaxBatch(); a failed batch is applied again one change at a
+// time, so retries and parking stay per change; without an ApplyBatchFn or
+// with MaxBatch() == 1 every change goes through the ApplyFn.
+#include "processors/keyed_applier.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace feedd {
+namespace {
+
+using namespace std::chrono_literals;
+
+class OneKeyKind : public ProcessorKind {
+ public:
+  explicit OneKeyKind(size_t max_batch) : max_batch_(max_batch) {}
+  std::vector<std::string> SourceContainers() const override { return {"posts"}; }
+  std::vector<std::string> TargetContainers() const override { return {"feed"}; }
+  std::string OrderingKey(const Change& c) const override { return c.partition_key; }
+  size_t MaxBatch() const override { return max_batch_; }
+  Status Apply(const Change&, ViewContext&) const override { return Status::Ok(); }
+  Status Rebuild(ViewContext&) const override { return Status::Ok(); }
+  Status Verify(ViewContext&, std::vector<std::string>*) const override { return Status::Ok(); }
+
+ private:
+  const size_t max_batch_;
+};
+
+Change MakeChange(Lsn lsn, const std::string& key) {
+  Change c;
+  c.lsn = lsn;
+  c.container = "posts";
+  c.partition_key = key;
+  c.id = "i" + std::to_string(lsn);
+  return c;
+}
+
+// Records what the applier calls; the first single apply can be held until
+// Release(), so that later changes queue up behind it.
+struct Recorder {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool hold_first = true;
+  bool first_entered = false;
+  std::set<Lsn> failing;                // single applies of these LSNs fail
+  bool fail_batches = false;            // every batch fails
+  std::vector<std::vector<Lsn>> calls;  // each call: the LSNs it got
+  std::vector<Lsn> done;
+
+  Status Single(const Change& c) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (hold_first) {
+      first_entered = true;
+      cv.notify_all();
+      cv.wait_for(lock, 30s, [&] { return !hold_first; });
+    }
+    calls.push_back({c.lsn});
+    if (failing.count(c.lsn) != 0) return Status(ErrorCode::kStorageError, "injected");
+    return Status::Ok();
+  }
+  Status Batch(const std::vector<Change>& changes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<Lsn> lsns;
+    for (const auto& c : changes) lsns.push_back(c.lsn);
+    calls.push_back(lsns);
+    if (fail_batches) return Status(ErrorCode::kStorageError, "injected batch failure");
+    return Status::Ok();
+  }
+  void Done(const Change& c) {
+    std::lock_guard<std::mutex> lock(mutex);
+    done.push_back(c.lsn);
+    cv.notify_all();
+  }
+  void WaitFirstEntered() {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return first_entered; }));
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    hold_first = false;
+    cv.notify_all();
+  }
+  bool WaitDone(size_t n) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, 30s, [&] { return done.size() >= n; });
+  }
+};
+
+std::unique_ptr<KeyedApplier> MakeApplier(const ProcessorKind* kind, Recorder* r, bool batches,
+                                          int max_attempts = 2) {
+  KeyedApplier::Options options{"test", 1, max_attempts, 1ms, {}};
+  KeyedApplier::ApplyBatchFn batch;
+  if (batches) batch = [r](const std::vector<Change>& c) { return r->Batch(c); };
+  return std::make_unique<KeyedApplier>(
+      kind, options, [r](const Change& c) { return r->Single(c); },
+      [r](const Change& c) { r->Done(c); }, [](const std::string&) {}, batch);
+}
+
+template <typename Pred>
+bool Eventually(Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+std::vector<Lsn> Range(Lsn from, Lsn to) {
+  std::vector<Lsn> out;
+  for (Lsn l = from; l <= to; ++l) out.push_back(l);
+  return out;
+}
+
+TEST(KeyedApplierBatchTest, QueuedChangesOfOneKeyAreAppliedInRunsOfAtMostMaxBatch) {
+  OneKeyKind kind(4);
+  Recorder r;
+  auto applier = MakeApplier(&kind, &r, true);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "k"));
+  r.WaitFirstEntered();
+  for (Lsn l = 2; l <= 11; ++l) applier->Dispatch(MakeChange(l, "k"));
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(11));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4, 5}, {6, 7, 8, 9}, {10, 11}}));
+  EXPECT_EQ(r.done, Range(1, 11));
+  EXPECT_EQ(applier->batches(), 3u);
+  EXPECT_EQ(applier->parked(), 0u);
+}
+
+TEST(KeyedApplierBatchTest, ARunStopsAtTheFirstChangeOfAnotherKey) {
+  OneKeyKind kind(8);
+  Recorder r;
+  auto applier = MakeApplier(&kind, &r, true);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "a"));
+  r.WaitFirstEntered();
+  for (Lsn l : {2, 3}) applier->Dispatch(MakeChange(l, "a"));
+  applier->Dispatch(MakeChange(4, "b"));  // one thread: same queue
+  for (Lsn l : {5, 6}) applier->Dispatch(MakeChange(l, "a"));
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(6));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3}, {4}, {5, 6}}));
+  EXPECT_EQ(r.done, Range(1, 6));
+}
+
+TEST(KeyedApplierBatchTest, AFailedBatchIsAppliedOneByOneAndOnlyTheBadChangeAndItsKeyPark) {
+  OneKeyKind kind(8);
+  Recorder r;
+  r.fail_batches = true;
+  r.failing = {4};
+  auto applier = MakeApplier(&kind, &r, true, /*max_attempts=*/2);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "k"));
+  r.WaitFirstEntered();
+  for (Lsn l = 2; l <= 6; ++l) applier->Dispatch(MakeChange(l, "k"));
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(3));                                       // 1, 2, 3
+  ASSERT_TRUE(Eventually([&] { return applier->parked() == 3; }));  // 4 and, behind it, 5, 6
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(r.done, Range(1, 3));
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4, 5, 6}, {2}, {3}, {4}, {4}}));
+  auto parked = applier->Parked();
+  ASSERT_EQ(parked.size(), 3u);
+  EXPECT_EQ(parked[0].lsn, 4u);
+  EXPECT_NE(parked[0].error.find("injected"), std::string::npos);
+  EXPECT_EQ(parked[1].lsn, 5u);
+  EXPECT_EQ(parked[2].lsn, 6u);
+  EXPECT_EQ(applier->batches(), 0u);
+}
+
+TEST(KeyedApplierBatchTest, WithoutABatchFunctionOrWithMaxBatchOneEveryChangeIsSingle) {
+  for (bool with_batch_fn : {false, true}) {
+    SCOPED_TRACE(with_batch_fn ? "MaxBatch() 1" : "no ApplyBatchFn");
+    OneKeyKind kind(with_batch_fn ? 1 : 8);
+    Recorder r;
+    auto applier = MakeApplier(&kind, &r, with_batch_fn);
+    applier->Start();
+    applier->Dispatch(MakeChange(1, "k"));
+    r.WaitFirstEntered();
+    for (Lsn l = 2; l <= 5; ++l) applier->Dispatch(MakeChange(l, "k"));
+    r.Release();
+    ASSERT_TRUE(r.WaitDone(5));
+    applier->Stop();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2}, {3}, {4}, {5}}));
+  }
+}
+
+}  // namespace
+}  // namespace feedd
