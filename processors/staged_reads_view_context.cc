@@ -52,15 +52,15 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
     boost::json::object item;
   };
   std::vector<Row> rows;
-  auto stored = QueryAll(*inner_, container, spec);
+  auto stored = InnerItems(container, spec);
   if (!stored.ok()) return stored.status();
-  for (auto& item : *stored) {
+  for (const auto& item : **stored) {
     std::optional<std::string> pk = StringAt(item, *pk_pointer);
     const boost::json::value* id = item.if_contains("id");
     if (!pk || id == nullptr || !id->is_string()) continue;
     std::string id_text(id->get_string());
     if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
-    rows.push_back({std::move(*pk), std::move(id_text), std::move(item)});
+    rows.push_back({std::move(*pk), std::move(id_text), item});
   }
   for (auto it = first; it != staged_.end() && std::get<0>(it->first) == container; ++it) {
     const auto& [c_name, pk, id] = it->first;
@@ -80,6 +80,29 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
   page.items.reserve(rows.size());
   for (auto& row : rows) page.items.push_back(std::move(row.item));
   return page;
+}
+
+Result<const std::vector<boost::json::object>*> StagedReadsViewContext::InnerItems(
+    const std::string& container, const QuerySpec& spec) {
+  boost::json::object key{{"c", container}, {"desc", spec.descending}};
+  if (spec.partition_key) key["pk"] = *spec.partition_key;
+  if (spec.order_by) key["order"] = spec.order_by->text();
+  boost::json::array filters;
+  for (const auto& f : spec.filters) filters.push_back({f.path.text(), f.value});
+  key["filters"] = std::move(filters);
+  std::string text = boost::json::serialize(key);
+  auto it = inner_results_.find(text);
+  if (it == inner_results_.end()) {
+    auto items = QueryAll(*inner_, container, spec);
+    if (!items.ok()) return items.status();
+    it = inner_results_.emplace(std::move(text), std::move(*items)).first;
+  }
+  return &it->second;
+}
+
+Status StagedReadsViewContext::Flush() {
+  inner_results_.clear();
+  return inner_->Flush();
 }
 
 Status StagedReadsViewContext::Upsert(const std::string& container, boost::json::object item) {
@@ -121,7 +144,7 @@ Status StagedReadsViewContext::SetField(const std::string& container,
     // not model: forget the staged version so later reads go to the store,
     // after committing what is staged so far.
     staged_.erase(Key{container, partition_key, id});
-    return inner_->Flush();
+    return Flush();
   }
   staged_[Key{container, partition_key, id}] = std::move(item.as_object());
   return Status::Ok();

@@ -14,6 +14,9 @@
 //     as the query engine does, and returns it as ONE page without a
 //     continuation (callers use QueryAll() or ask for a whole small view).
 //     Queries of other containers go to the inner context unchanged.
+//     The inner results of a container with staged writes are kept until
+//     Flush(): the inner state does not change under a batch, so a run of
+//     changes reads a view once, not once per change.
 //   - SetField() applies the field to the staged or current version.
 //
 // Thread-safety: one instance per batch, used by one thread.
@@ -44,14 +47,20 @@ class StagedReadsViewContext : public ViewContext {
                   boost::json::value value) override;
   Status Delete(const std::string& container, const std::string& partition_key,
                 const std::string& id) override;
-  Status Flush() override { return inner_->Flush(); }
+  Status Flush() override;
 
  private:
   // (container, partition key, id) -> the staged version; nullopt: deleted.
   using Key = std::tuple<std::string, std::string, std::string>;
 
+  // The inner context's items for a query of a container with staged
+  // writes (every page), by container and query.
+  Result<const std::vector<boost::json::object>*> InnerItems(const std::string& container,
+                                                             const QuerySpec& spec);
+
   ViewContext* const inner_;
   std::map<Key, std::optional<boost::json::object>> staged_;
+  std::map<std::string, std::vector<boost::json::object>> inner_results_;
 };
 
 }  // namespace feedd

@@ -99,6 +99,21 @@ TEST_F(StagedReadsTest, QueriesMergeStagedWritesInTheQueryEnginesOrder) {
   EXPECT_FALSE(page->continuation);
 }
 
+TEST_F(StagedReadsTest, ARunOfQueriesReadsTheInnerViewOnceUntilAFlush) {
+  ASSERT_TRUE(staged_.Upsert("feed", FeedItem("n1", 45)).ok());
+  const size_t before = inner_.reads();
+  EXPECT_EQ(Query(Ranked("post")).size(), 6u);
+  const size_t one_query = inner_.reads() - before;
+  EXPECT_GE(one_query, 1u);
+  ASSERT_TRUE(staged_.Upsert("feed", FeedItem("n2", 46)).ok());
+  EXPECT_EQ(Query(Ranked("post")).size(), 7u);    // the staged write shows...
+  EXPECT_EQ(inner_.reads() - before, one_query);  // ...without reading the store again
+  ASSERT_TRUE(staged_.Flush().ok());
+  ASSERT_TRUE(staged_.Upsert("feed", FeedItem("n3", 47)).ok());
+  EXPECT_EQ(Query(Ranked("post")).size(), 8u);
+  EXPECT_EQ(inner_.reads() - before, 2 * one_query);  // after a flush the store is read
+}
+
 TEST_F(StagedReadsTest, SetFieldShowsInReadsAndIsANoOpOnAMissingItem) {
   ASSERT_TRUE(staged_.SetField("feed", "post", "f2", Ptr("/title"), "hello").ok());
   ASSERT_TRUE(staged_.SetField("feed", "post", "nope", Ptr("/title"), "x").ok());
