@@ -90,6 +90,9 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(stats.requests_rejected), {{"outcome", "rejected"}});
   f.Counter("feedd_storage_write_requests_total", help_requests,
             static_cast<double>(stats.requests_failed), {{"outcome", "failed"}});
+  f.Counter("feedd_rocksdb_churn_flushes_total",
+            "Memtable flushes of containers whose recent writes were mostly deletes and overwrites",
+            static_cast<double>(stats.churn_flushes));
   for (const auto& u : store_->Usage()) {
     f.Gauge("feedd_storage_items", "Items per container (RocksDB estimate)",
             static_cast<double>(u.estimated_items), {{"container", u.container}});

@@ -349,6 +349,7 @@ class CommitPipeline::GroupBuilder {
 CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn)
     : db_(db),
       options_(options),
+      churn_(db),
       head_(head_lsn),
       changes_by_container_(
           std::make_unique<std::array<std::atomic<uint64_t>, 3>[]>(db->containers().size())) {}
@@ -502,6 +503,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     }
     for (const auto& [index, counts] : builder.changes()) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
+      churn_.NoteCommitted(index, counts);
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

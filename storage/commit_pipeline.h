@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/churn_flush.h"
 #include "storage/rocks_database.h"
 #include "storage/store_options.h"
 #include "storage/write_request.h"
@@ -73,6 +74,8 @@ class CommitPipeline {
   std::array<uint64_t, 3> changes_of(size_t container_index) const;
   // Bytes (key + value) of change records committed since Start().
   uint64_t feed_bytes_appended() const { return feed_bytes_appended_.load(); }
+  // Memtable flushes of containers with many dead entries (ChurnFlush).
+  uint64_t churn_flushes() const { return churn_.flushes(); }
 
  private:
   // One unit of the queue: a client request (one part, no watermark) or a
@@ -97,6 +100,7 @@ class CommitPipeline {
   bool stopping_ = false;
   std::thread thread_;
 
+  ChurnFlush churn_;         // commit thread only, but for flushes()
   LsnWatchers head_;         // the committed head LSN and its watches
   uint64_t last_ts_ms_ = 0;  // commit thread only
   Status failure_;           // guarded by mutex_

@@ -134,6 +134,7 @@ class RocksDocumentStore final : public DocumentStore {
     stats.changes_committed = pipeline_.changes_committed();
     stats.requests_rejected = pipeline_.requests_rejected();
     stats.requests_failed = pipeline_.requests_failed();
+    stats.churn_flushes = pipeline_.churn_flushes();
     const auto& containers = db_->containers();
     for (size_t i = 0; i < containers.size(); ++i) {
       stats.changes_by_container[containers[i].spec.name] = pipeline_.changes_of(i);

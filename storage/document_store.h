@@ -54,6 +54,7 @@ struct StoreStats {
   uint64_t requests_rejected = 0;   // refused by validation or a precondition
   uint64_t requests_failed = 0;     // RocksDB refused the write, or the store was down
   uint64_t changes_committed = 0;
+  uint64_t churn_flushes = 0;  // memtable flushes of containers full of dead entries
   // Committed changes per container, by op (create, replace, delete).
   std::map<std::string, std::array<uint64_t, 3>> changes_by_container;
 };

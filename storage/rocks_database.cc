@@ -3,6 +3,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -65,6 +66,10 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     table.pin_l0_filter_and_index_blocks_in_cache = true;
     if (bloom) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    // An SST file where deletes are dense (a rewritten view such as `feed`,
+    // flushed by ChurnFlush) is compacted soon, dropping them.
+    cf.table_properties_collector_factories.push_back(
+        rocksdb::NewCompactOnDeletionCollectorFactory(128, 64));
     return cf;
   };
 

@@ -2059,6 +2059,45 @@ TEST_F(StoreTest, ConcurrentWritersGetContiguousLsnsAndReadersSeeNoGap) {
   EXPECT_EQ(MustQuery("posts", q).items.size(), static_cast<size_t>(kPerThread));
 }
 
+// ChurnFlush (storage/churn_flush.h): a small container whose items are
+// deleted and created over and over gets its memtable flushed; a large one
+// with the same number of overwrites does not.
+TEST_F(StoreTest, AContainerRewrittenOverAndOverIsFlushedAndALargeOneIsNot) {
+  auto item = [](const std::string& id, int round) {
+    return R"({"id":")" + id + R"(","type":"post","round":)" + std::to_string(round) + "}";
+  };
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(IsOk(Create("feed", item("f" + std::to_string(i), 0)).status));
+  const uint64_t at_start = store_->Stats().churn_flushes;
+  for (int r = 1; r <= 600; ++r) {  // 1,200 dead entries against 10 items
+    const std::string id = "f" + std::to_string(r % 10);
+    ASSERT_TRUE(IsOk(Delete("feed", "post", id).status));
+    ASSERT_TRUE(IsOk(Create("feed", item(id, r)).status));
+  }
+  const uint64_t after_feed = store_->Stats().churn_flushes;
+  EXPECT_GE(after_feed, at_start + 1);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE(IsOk(ReadStatus("feed", "post", "f" + std::to_string(i)))) << i;
+  }
+
+  // `posts`: 3,000 items, then 1,100 replaces: fewer than twice its items.
+  for (int b = 0; b < 30; ++b) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 100; ++i) {
+      std::string id = "c" + std::to_string(b * 100 + i);
+      ops.push_back(ItemOp(WriteOpKind::kCreate,
+                           Item("posts", R"({"id":")" + id + R"(","postId":"p1","n":0})"),
+                           std::nullopt));
+    }
+    ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
+  }
+  for (int i = 0; i < 1100; ++i) {
+    std::string id = "c" + std::to_string(i);
+    ASSERT_TRUE(IsOk(Replace("posts", R"({"id":")" + id + R"(","postId":"p1","n":1})").status));
+  }
+  EXPECT_EQ(store_->Stats().churn_flushes, after_feed);
+}
+
 TEST_F(StoreTest, ConcurrentUpdatesOfOnePartitionLoseNothingAndKeepOrder) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 100;
