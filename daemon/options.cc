@@ -138,6 +138,14 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.store.block_cache_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
+    {"storage.query_cache_mb", "64",
+     "memory for answers of single-partition queries, in MiB (0 = no query cache)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 0, 65536, &mb);
+       if (s.ok()) c.store.query_cache_bytes = static_cast<size_t>(mb * kMiB);
+       return s;
+     }},
     {"feed.retention_hours", "168", "drop changes older than this many hours (0 = no age limit)",
      [](std::string_view v, DaemonConfig& c) {
        uint64_t hours = 0;

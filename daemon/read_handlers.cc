@@ -58,7 +58,7 @@ std::string QueryResponseJson(const QueryResult& result) {
   body += R"(,"indexEntriesRead":)" + std::to_string(result.cost.index_entries_read);
   body += R"(,"bytesRead":)" + std::to_string(result.cost.bytes_read);
   body += R"(,"partitionsScanned":)" + std::to_string(result.cost.partitions_scanned);
-  body += "}}";
+  body += result.cached ? R"(,"cached":true}})" : R"(,"cached":false}})";
   return body;
 }
 

@@ -90,6 +90,13 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(stats.requests_rejected), {{"outcome", "rejected"}});
   f.Counter("feedd_storage_write_requests_total", help_requests,
             static_cast<double>(stats.requests_failed), {{"outcome", "failed"}});
+  const char* help_cache = "Single-partition queries by query cache outcome";
+  f.Counter("feedd_query_cache_requests_total", help_cache,
+            static_cast<double>(stats.query_cache_hits), {{"outcome", "hit"}});
+  f.Counter("feedd_query_cache_requests_total", help_cache,
+            static_cast<double>(stats.query_cache_misses), {{"outcome", "miss"}});
+  f.Gauge("feedd_query_cache_bytes", "Memory held by kept query answers, bytes",
+          static_cast<double>(stats.query_cache_bytes));
   f.Counter("feedd_rocksdb_churn_flushes_total",
             "Memtable flushes of containers whose recent writes were mostly deletes and overwrites",
             static_cast<double>(stats.churn_flushes));

@@ -346,9 +346,11 @@ class CommitPipeline::GroupBuilder {
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
 };
 
-CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn)
+CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
+                               QueryCache* cache)
     : db_(db),
       options_(options),
+      cache_(cache),
       churn_(db),
       head_(head_lsn),
       changes_by_container_(
@@ -504,6 +506,15 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     for (const auto& [index, counts] : builder.changes()) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);
+    }
+    if (cache_ != nullptr) {
+      for (const Pending& p : group) {
+        for (const WriteRequest& r : p.parts.requests) {
+          if (const ContainerHandle* c = db_->Find(r.container)) {
+            cache_->Invalidate(static_cast<size_t>(c - db_->containers().data()), r.partition_key);
+          }
+        }
+      }
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "storage/churn_flush.h"
+#include "storage/query_cache.h"
 #include "storage/rocks_database.h"
 #include "storage/store_options.h"
 #include "storage/write_request.h"
@@ -46,7 +47,10 @@ namespace feedd {
 
 class CommitPipeline {
  public:
-  CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn);
+  // `cache` (may be null, not owned) is told of every partition a group
+  // wrote, after the write is visible and before it is acknowledged.
+  CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
+                 QueryCache* cache = nullptr);
   ~CommitPipeline();
 
   void Start();
@@ -93,6 +97,7 @@ class CommitPipeline {
 
   RocksDatabase* const db_;
   const StoreOptions options_;
+  QueryCache* const cache_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -17,7 +17,8 @@ class RocksDocumentStore final : public DocumentStore {
   RocksDocumentStore(const StoreOptions& options, std::unique_ptr<RocksDatabase> db)
       : options_(options),
         db_(std::move(db)),
-        pipeline_(db_.get(), options_, db_->stored_head_lsn()),
+        cache_(options_.query_cache_bytes),
+        pipeline_(db_.get(), options_, db_->stored_head_lsn(), &cache_),
         feed_(
             db_.get(), options_, [this] { return pipeline_.head(); },
             [this] { return pipeline_.feed_bytes_appended(); }),
@@ -67,7 +68,19 @@ class RocksDocumentStore final : public DocumentStore {
   Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const override {
     const ContainerHandle* c = db_->Find(container);
     if (c == nullptr) return ContainerNotFound(container);
-    return queries_.Run(*c, spec);
+    if (!cache_.enabled() || !spec.partition_key) return queries_.Run(*c, spec);
+    const size_t index = static_cast<size_t>(c - db_->containers().data());
+    std::string key = QueryCache::Key(index, spec);
+    if (auto kept = cache_.Find(key, index, *spec.partition_key)) {
+      QueryResult result = *kept;
+      result.cached = true;
+      return result;
+    }
+    const uint64_t generation =
+        cache_.Generation(index, *spec.partition_key);  // before the snapshot
+    Result<QueryResult> result = queries_.Run(*c, spec);
+    if (result.ok()) cache_.Insert(std::move(key), index, *spec.partition_key, generation, *result);
+    return result;
   }
 
   void Submit(WriteRequest request, WriteCallback done) override {
@@ -135,6 +148,9 @@ class RocksDocumentStore final : public DocumentStore {
     stats.requests_rejected = pipeline_.requests_rejected();
     stats.requests_failed = pipeline_.requests_failed();
     stats.churn_flushes = pipeline_.churn_flushes();
+    stats.query_cache_hits = cache_.hits();
+    stats.query_cache_misses = cache_.misses();
+    stats.query_cache_bytes = cache_.bytes();
     const auto& containers = db_->containers();
     for (size_t i = 0; i < containers.size(); ++i) {
       stats.changes_by_container[containers[i].spec.name] = pipeline_.changes_of(i);
@@ -194,6 +210,7 @@ class RocksDocumentStore final : public DocumentStore {
   const StoreOptions options_;
   std::unique_ptr<RocksDatabase> db_;
   std::vector<ContainerSpec> specs_;
+  mutable QueryCache cache_;  // thread-safe; Query() is const
   CommitPipeline pipeline_;
   ChangeFeed feed_;
   QueryEngine queries_;

@@ -55,6 +55,9 @@ struct StoreStats {
   uint64_t requests_failed = 0;     // RocksDB refused the write, or the store was down
   uint64_t changes_committed = 0;
   uint64_t churn_flushes = 0;  // memtable flushes of containers full of dead entries
+  uint64_t query_cache_hits = 0;
+  uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
+  uint64_t query_cache_bytes = 0;
   // Committed changes per container, by op (create, replace, delete).
   std::map<std::string, std::array<uint64_t, 3>> changes_by_container;
 };

@@ -44,7 +44,8 @@ struct QueryCost {
 struct QueryResult {
   std::vector<std::string> items;           // stored item JSON, in order
   std::optional<std::string> continuation;  // set when more may follow
-  QueryCost cost;
+  QueryCost cost;                           // of computing this page
+  bool cached = false;                      // served by the query cache, without reading storage
 };
 
 // Parses the JSON body of POST /v1/containers/{c}/query (docs/api.md).

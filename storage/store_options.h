@@ -39,6 +39,9 @@ struct StoreOptions {
 
   size_t block_cache_bytes = 256u * 1024 * 1024;
   size_t write_buffer_bytes = 64u * 1024 * 1024;
+  // Answers of single-partition queries kept in memory (storage/query_cache.h);
+  // 0 disables the cache.
+  size_t query_cache_bytes = 64u * 1024 * 1024;
 
   Clock* clock = Clock::System();  // not owned
 

@@ -2098,6 +2098,108 @@ TEST_F(StoreTest, AContainerRewrittenOverAndOverIsFlushedAndALargeOneIsNot) {
   EXPECT_EQ(store_->Stats().churn_flushes, after_feed);
 }
 
+// The query cache (storage/query_cache.h).
+TEST_F(StoreTest, APartitionQueryIsServedFromTheCacheUntilThatPartitionIsWritten) {
+  for (const char* id : {"a", "b"}) {
+    ASSERT_TRUE(
+        IsOk(Create("posts", std::string(R"({"id":")") + id + R"(","postId":"p1"})").status));
+  }
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"x","postId":"p2"})").status));
+  QuerySpec p1;
+  p1.partition_key = "p1";
+  QueryResult first = MustQuery("posts", p1);
+  EXPECT_FALSE(first.cached);
+  QueryResult second = MustQuery("posts", p1);
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(second.items, first.items);
+  EXPECT_EQ(second.cost.items_read, first.cost.items_read);  // what computing it read
+
+  // Another partition's write leaves it; a write to p1 (client or view) ends it.
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"y","postId":"p2"})").status));
+  EXPECT_TRUE(MustQuery("posts", p1).cached);
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"c","postId":"p1"})").status));
+  QueryResult after_write = MustQuery("posts", p1);
+  EXPECT_FALSE(after_write.cached);
+  EXPECT_EQ(Keys("posts", after_write), (std::vector<std::string>{"p1/a", "p1/b", "p1/c"}));
+  EXPECT_TRUE(MustQuery("posts", p1).cached);
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.test", 0)));
+  ViewWrite view;
+  view.consumer = "processor.test";
+  view.requests.push_back(WriteRequest{"posts", "p1", {}});
+  view.requests.back().ops.push_back(KeyOp(WriteOpKind::kDelete, "a", std::nullopt));
+  ASSERT_TRUE(IsOk(store_->WriteView(std::move(view)).status));
+  QueryResult after_view = MustQuery("posts", p1);
+  EXPECT_FALSE(after_view.cached);
+  EXPECT_EQ(Keys("posts", after_view), (std::vector<std::string>{"p1/b", "p1/c"}));
+
+  // Different queries of one partition are kept apart; cross-partition ones never.
+  QuerySpec limited = p1;
+  limited.limit = 1;
+  EXPECT_FALSE(MustQuery("posts", limited).cached);
+  EXPECT_EQ(MustQuery("posts", limited).items.size(), 1u);
+  QuerySpec cross;
+  cross.filters.push_back(Eq("/postId", "p1"));
+  MustQuery("posts", cross);
+  EXPECT_FALSE(MustQuery("posts", cross).cached);
+  const StoreStats stats = store_->Stats();
+  EXPECT_GE(stats.query_cache_hits, 4u);
+  EXPECT_GT(stats.query_cache_bytes, 0u);
+}
+
+TEST_F(StoreTest, WithTheQueryCacheOffNothingIsCached) {
+  StoreOptions o = Options();
+  o.query_cache_bytes = 0;
+  Reopen(o);
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"a","postId":"p1"})").status));
+  QuerySpec p1;
+  p1.partition_key = "p1";
+  MustQuery("posts", p1);
+  EXPECT_FALSE(MustQuery("posts", p1).cached);
+  EXPECT_EQ(store_->Stats().query_cache_hits, 0u);
+}
+
+// Whatever the interleaving, a query started after a write was acknowledged
+// sees it: a kept answer is never older than an acknowledged write.
+TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
+  constexpr int kWrites = 600;
+  std::atomic<int> acked{0};
+  std::atomic<bool> failed{false};
+  std::thread writer([&] {
+    for (int i = 1; i <= kWrites && !failed; ++i) {
+      char body[80];
+      std::snprintf(body, sizeof body, R"({"id":"i%04d","postId":"hot"})", i);
+      if (!Create("posts", body).status.ok()) failed = true;
+      acked = i;
+    }
+  });
+  std::vector<std::thread> readers;
+  std::atomic<int> checks{0}, hits{0};
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&] {
+      QuerySpec q;
+      q.partition_key = "hot";
+      q.limit = kMaxQueryLimit;
+      while (acked < kWrites && !failed) {
+        const int seen_acked = acked;
+        Result<QueryResult> r = store_->Query("posts", q);
+        if (!r.ok() || r->items.size() < static_cast<size_t>(seen_acked)) {
+          failed = true;
+          ADD_FAILURE() << "a query after " << seen_acked << " acknowledged writes saw "
+                        << (r.ok() ? r->items.size() : 0) << " items";
+          return;
+        }
+        ++checks;
+        if (r->cached) ++hits;
+      }
+    });
+  }
+  writer.join();
+  for (auto& r : readers) r.join();
+  EXPECT_FALSE(failed);
+  EXPECT_GT(checks, 100);
+  EXPECT_GT(hits, 0);  // the cache was exercised, not bypassed
+}
+
 TEST_F(StoreTest, ConcurrentUpdatesOfOnePartitionLoseNothingAndKeepOrder) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 100;
