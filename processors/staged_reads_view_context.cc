@@ -3,28 +3,11 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "processors/kinds/view_helpers.h"
 #include "storage/json_order.h"
 #include "storage/prepared_item.h"
 
 namespace feedd {
-namespace {
-
-std::optional<std::string> StringAt(const boost::json::object& item, const JsonPointer& pointer) {
-  const boost::json::value* v = pointer.Find(item);
-  if (v == nullptr || !v->is_string()) return std::nullopt;
-  return std::string(v->get_string());
-}
-
-bool MatchesFilters(const boost::json::object& item, const std::vector<FieldFilter>& filters) {
-  for (const auto& f : filters) {
-    const boost::json::value* v = f.path.Find(item);
-    if (v == nullptr || !JsonEquals(*v, f.value)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 const ContainerSpec* StagedReadsViewContext::Container(const std::string& name) const {
   return inner_->Container(name);
 }
@@ -55,7 +38,7 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
   auto stored = InnerItems(container, spec);
   if (!stored.ok()) return stored.status();
   for (const auto& item : **stored) {
-    std::optional<std::string> pk = StringAt(item, *pk_pointer);
+    std::optional<std::string> pk = views::StringAt(item, *pk_pointer);
     const boost::json::value* id = item.if_contains("id");
     if (!pk || id == nullptr || !id->is_string()) continue;
     std::string id_text(id->get_string());
@@ -66,7 +49,7 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
     const auto& [c_name, pk, id] = it->first;
     if (!it->second) continue;  // deleted
     if (spec.partition_key && *spec.partition_key != pk) continue;
-    if (!MatchesFilters(*it->second, spec.filters)) continue;
+    if (!views::Matches(*it->second, spec.filters)) continue;
     rows.push_back({pk, id, *it->second});
   }
   // The query engine's order: by the sort value, then (partition key, id).
@@ -112,7 +95,8 @@ Status StagedReadsViewContext::Upsert(const std::string& container, boost::json:
   // The inner context accepted it, so the container exists and the item has
   // a string partition key and id.
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
-  std::optional<std::string> pk = pk_pointer.ok() ? StringAt(staged, *pk_pointer) : std::nullopt;
+  std::optional<std::string> pk =
+      pk_pointer.ok() ? views::StringAt(staged, *pk_pointer) : std::nullopt;
   const boost::json::value* id = staged.if_contains("id");
   if (!pk || id == nullptr || !id->is_string()) {
     return Status(ErrorCode::kInternal, "staged item without partition key or id");

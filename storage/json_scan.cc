@@ -116,6 +116,16 @@ bool NameEquals(std::string_view content, bool escaped, const std::string& name,
   return v.get_string() == name;
 }
 
+// Moves past the value here and its ',' to the next member or element:
+// kFound when there is one, kMissing at `close` (the object or array ended).
+JsonScan SkipToNext(Cursor& c, char close) {
+  if (!c.SkipValue()) return JsonScan::kMalformed;
+  c.SkipWhitespace();
+  if (c.AtEnd()) return JsonScan::kMalformed;
+  if (c.Peek() == close) return JsonScan::kMissing;
+  return c.Expect(',') ? JsonScan::kFound : JsonScan::kMalformed;
+}
+
 // At '{': moves to the value of member `name`.
 JsonScan EnterMember(Cursor& c, const std::string& name) {
   if (!c.Expect('{')) return JsonScan::kMalformed;
@@ -129,12 +139,7 @@ JsonScan EnterMember(Cursor& c, const std::string& name) {
     bool match = NameEquals(content, escaped, name, &ok);
     if (!ok) return JsonScan::kMalformed;
     if (match) return JsonScan::kFound;
-    if (!c.SkipValue()) return JsonScan::kMalformed;
-    c.SkipWhitespace();
-    if (c.AtEnd()) return JsonScan::kMalformed;
-    char next = c.Peek();
-    if (next == '}') return JsonScan::kMissing;
-    if (next != ',' || !c.Expect(',')) return JsonScan::kMalformed;
+    if (JsonScan s = SkipToNext(c, '}'); s != JsonScan::kFound) return s;
   }
 }
 
@@ -145,12 +150,7 @@ JsonScan EnterElement(Cursor& c, size_t index) {
   if (!c.AtEnd() && c.Peek() == ']') return JsonScan::kMissing;
   for (size_t i = 0;; ++i) {
     if (i == index) return JsonScan::kFound;
-    if (!c.SkipValue()) return JsonScan::kMalformed;
-    c.SkipWhitespace();
-    if (c.AtEnd()) return JsonScan::kMalformed;
-    char next = c.Peek();
-    if (next == ']') return JsonScan::kMissing;
-    if (next != ',' || !c.Expect(',')) return JsonScan::kMalformed;
+    if (JsonScan s = SkipToNext(c, ']'); s != JsonScan::kFound) return s;
   }
 }
 
