@@ -8,6 +8,7 @@
 #include "storage/prepared_item.h"
 
 namespace feedd {
+
 const ContainerSpec* StagedReadsViewContext::Container(const std::string& name) const {
   return inner_->Container(name);
 }
@@ -67,13 +68,11 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
 
 Result<const std::vector<boost::json::object>*> StagedReadsViewContext::InnerItems(
     const std::string& container, const QuerySpec& spec) {
-  boost::json::object key{{"c", container}, {"desc", spec.descending}};
-  if (spec.partition_key) key["pk"] = *spec.partition_key;
-  if (spec.order_by) key["order"] = spec.order_by->text();
-  boost::json::array filters;
-  for (const auto& f : spec.filters) filters.push_back({f.path.text(), f.value});
-  key["filters"] = std::move(filters);
-  std::string text = boost::json::serialize(key);
+  // Every page is read, so the limit and continuation asked for do not matter.
+  QuerySpec whole = spec;
+  whole.limit = kMaxQueryLimit;
+  whole.continuation.clear();
+  std::string text = container + ":" + CanonicalQueryText(whole);
   auto it = inner_results_.find(text);
   if (it == inner_results_.end()) {
     auto items = QueryAll(*inner_, container, spec);

@@ -78,4 +78,17 @@ Result<QuerySpec> ParseQuerySpec(const boost::json::value& body) {
   return spec;
 }
 
+std::string CanonicalQueryText(const QuerySpec& spec) {
+  boost::json::object key{{"pk", spec.partition_key ? boost::json::value(*spec.partition_key)
+                                                    : boost::json::value(nullptr)},
+                          {"desc", spec.descending},
+                          {"limit", spec.limit},
+                          {"cont", spec.continuation}};
+  if (spec.order_by) key["order"] = spec.order_by->text();
+  boost::json::array filters;
+  for (const auto& f : spec.filters) filters.push_back({f.path.text(), f.value});
+  key["filters"] = std::move(filters);
+  return boost::json::serialize(key);
+}
+
 }  // namespace feedd

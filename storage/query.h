@@ -48,6 +48,10 @@ struct QueryResult {
   bool cached = false;                      // served by the query cache, without reading storage
 };
 
+// A text that is equal for two specs exactly when they ask the same
+// (partition, filters, order, limit, continuation): a key for caches.
+std::string CanonicalQueryText(const QuerySpec& spec);
+
 // Parses the JSON body of POST /v1/containers/{c}/query (docs/api.md).
 // Filter names without a leading '/' are top-level fields.
 Result<QuerySpec> ParseQuerySpec(const boost::json::value& body);

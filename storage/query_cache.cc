@@ -1,6 +1,5 @@
 #include "storage/query_cache.h"
 
-#include <boost/json.hpp>
 #include <functional>
 
 namespace feedd {
@@ -10,16 +9,7 @@ QueryCache::QueryCache(size_t capacity_bytes)
       generations_(std::make_unique<std::atomic<uint64_t>[]>(kSlots)) {}
 
 std::string QueryCache::Key(size_t container_index, const QuerySpec& spec) {
-  boost::json::object key{{"c", container_index},
-                          {"pk", spec.partition_key.value_or("")},
-                          {"desc", spec.descending},
-                          {"limit", spec.limit},
-                          {"cont", spec.continuation}};
-  if (spec.order_by) key["order"] = spec.order_by->text();
-  boost::json::array filters;
-  for (const auto& f : spec.filters) filters.push_back({f.path.text(), f.value});
-  key["filters"] = std::move(filters);
-  return boost::json::serialize(key);
+  return std::to_string(container_index) + ":" + CanonicalQueryText(spec);
 }
 
 size_t QueryCache::SlotOf(size_t container_index, std::string_view partition_key) {

@@ -137,6 +137,37 @@ TEST(ContainerSpecTest, DefaultContainersAreTheScenarioOnes) {
   EXPECT_TRUE(by_name["feed"].index_paths.empty());
 }
 
+TEST(QuerySpecTest, CanonicalTextTellsSpecsApartExactlyWhenTheyDiffer) {
+  auto spec = [](std::string_view body) {
+    Result<QuerySpec> s = ParseQuerySpec(Json(body));
+    EXPECT_TRUE(s.ok()) << body;
+    return s.ok() ? *s : QuerySpec{};
+  };
+  const std::string base = CanonicalQueryText(spec(
+      R"({"partitionKey":"p","filter":{"type":"post"},"orderBy":"creationDate","descending":true})"));
+  // The same query written differently.
+  EXPECT_EQ(
+      CanonicalQueryText(spec(
+          R"({"descending":true,"orderBy":"/creationDate","filter":{"/type":"post"},"partitionKey":"p"})")),
+      base);
+  for (
+      const char* other :
+      {R"({"partitionKey":"q","filter":{"type":"post"},"orderBy":"creationDate","descending":true})",
+       R"({"filter":{"type":"post"},"orderBy":"creationDate","descending":true})",
+       R"({"partitionKey":"","filter":{"type":"post"},"orderBy":"creationDate","descending":true})",
+       R"({"partitionKey":"p","filter":{"type":"like"},"orderBy":"creationDate","descending":true})",
+       R"({"partitionKey":"p","filter":{"kind":"post"},"orderBy":"creationDate","descending":true})",
+       R"({"partitionKey":"p","orderBy":"creationDate","descending":true})",
+       R"({"partitionKey":"p","filter":{"type":"post"},"orderBy":"title","descending":true})",
+       R"({"partitionKey":"p","filter":{"type":"post"},"descending":true})",
+       R"({"partitionKey":"p","filter":{"type":"post"},"orderBy":"creationDate"})",
+       R"({"partitionKey":"p","filter":{"type":"post"},"orderBy":"creationDate","descending":true,"limit":5})",
+       R"({"partitionKey":"p","filter":{"type":"post"},"orderBy":"creationDate","descending":true,"continuation":"00"})"}) {
+    SCOPED_TRACE(other);
+    EXPECT_NE(CanonicalQueryText(spec(other)), base);
+  }
+}
+
 TEST(ContainerSpecTest, ValidatesNames) {
   for (const char* good : {"a", "posts", "a1", "a-b_c", "z0-_"}) {
     SCOPED_TRACE(good);
