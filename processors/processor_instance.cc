@@ -7,7 +7,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
@@ -44,13 +46,13 @@ class ProcessorInstance::Impl {
         kind_.get(),
         KeyedApplier::Options{
             config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff, {}},
-        [this](const Change& change) { return ApplyOnce(change); },
+        [this](const Change& change) { return Apply(std::span<const Change>(&change, 1)); },
         [this](const Change& change) {
           ++applied_count_;
           Done(change.lsn);
         },
         [this](const std::string& error) { SetError(error); },
-        [this](const std::vector<Change>& changes) { return ApplyBatch(changes); });
+        [this](const std::vector<Change>& changes) { return Apply(changes); });
   }
 
   ~Impl() { Stop(); }
@@ -304,26 +306,19 @@ class ProcessorInstance::Impl {
   }
 
   // ---- applying ----
-  Status ApplyOnce(const Change& change) {
+  // Applies `changes` (of one ordering key, in order) and commits their
+  // effects together. Several changes go through a StagedReadsViewContext,
+  // so each sees the writes of those before it (ProcessorKind::MaxBatch()).
+  Status Apply(std::span<const Change> changes) {
     StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
-    Status s = kind_->Apply(change, ctx);
-    if (s.ok()) s = ctx.Commit();
-    if (!s.ok()) return s;
-    view_writes_ += ctx.writes_committed();
-    ObserveViewCommitted(config_, change, ctx.writes_committed());
-    return Status::Ok();
-  }
-
-  // Several changes of one key, each seeing the writes of those before it,
-  // committed together (ProcessorKind::MaxBatch()).
-  Status ApplyBatch(const std::vector<Change>& changes) {
-    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
-    StagedReadsViewContext staged(&ctx);
+    std::optional<StagedReadsViewContext> staged;
+    if (changes.size() > 1) staged.emplace(&ctx);
+    ViewContext& view = staged ? static_cast<ViewContext&>(*staged) : ctx;
     std::vector<bool> wrote;
     wrote.reserve(changes.size());
     for (const Change& change : changes) {
       const size_t before = ctx.writes_made();
-      if (Status s = kind_->Apply(change, staged); !s.ok()) return s;
+      if (Status s = kind_->Apply(change, view); !s.ok()) return s;
       wrote.push_back(ctx.writes_made() != before);
     }
     if (Status s = ctx.Commit(); !s.ok()) return s;

@@ -138,8 +138,11 @@ class CommitPipeline::GroupBuilder {
                  kf::EncodeU64(pending.parts.consumer_acked));
     }
     batch_.PopSavePoint();
-    for (const auto& [container, op] : request_changes_) {
+    for (const auto& [container, op, pk] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
+      if (written_.empty() || written_.back().first != container || written_.back().second != *pk) {
+        written_.emplace_back(container, *pk);
+      }
     }
     return result;
   }
@@ -147,6 +150,9 @@ class CommitPipeline::GroupBuilder {
   rocksdb::WriteBatch* batch() { return &batch_; }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
+  // (container index, partition key) of every partition the added requests
+  // changed (consecutive repeats left out).
+  const std::vector<std::pair<size_t, std::string>>& written() const { return written_; }
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.
   uint64_t feed_bytes() const { return feed_bytes_; }
@@ -318,7 +324,7 @@ class CommitPipeline::GroupBuilder {
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
-    request_changes_.emplace_back(&c - db_->containers().data(), change_op);
+    request_changes_.push_back({c.index, change_op, &pk});
 
     if (is_delete) {
       batch_.Delete(c.items, key);
@@ -339,8 +345,14 @@ class CommitPipeline::GroupBuilder {
   Lsn next_lsn_;
   const uint64_t ts_ms_;
   uint64_t feed_bytes_ = 0;
-  std::vector<std::pair<size_t, ChangeOp>> request_changes_;  // of the request being added
-  std::map<size_t, std::array<uint64_t, 3>> changes_;         // of the added requests
+  struct RequestChange {
+    size_t container;
+    ChangeOp op;
+    const std::string* partition_key;  // the request's, alive while it is added
+  };
+  std::vector<RequestChange> request_changes_;           // of the request being added
+  std::map<size_t, std::array<uint64_t, 3>> changes_;    // of the added requests
+  std::vector<std::pair<size_t, std::string>> written_;  // of the added requests
   rocksdb::WriteBatch batch_;
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
@@ -508,13 +520,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       churn_.NoteCommitted(index, counts);
     }
     if (cache_ != nullptr) {
-      for (const Pending& p : group) {
-        for (const WriteRequest& r : p.parts.requests) {
-          if (const ContainerHandle* c = db_->Find(r.container)) {
-            cache_->Invalidate(static_cast<size_t>(c - db_->containers().data()), r.partition_key);
-          }
-        }
-      }
+      for (const auto& [index, pk] : builder.written()) cache_->Invalidate(index, pk);
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

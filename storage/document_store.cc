@@ -69,7 +69,7 @@ class RocksDocumentStore final : public DocumentStore {
     const ContainerHandle* c = db_->Find(container);
     if (c == nullptr) return ContainerNotFound(container);
     if (!cache_.enabled() || !spec.partition_key) return queries_.Run(*c, spec);
-    const size_t index = static_cast<size_t>(c - db_->containers().data());
+    const size_t index = c->index;
     std::string key = QueryCache::Key(index, spec);
     if (auto kept = cache_.Find(key, index, *spec.partition_key)) {
       QueryResult result = *kept;

@@ -110,6 +110,7 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   database->feed_ = handle(std::string(kf::kFeedColumnFamily));
   for (const auto& spec : options.containers) {
     ContainerHandle c;
+    c.index = database->containers_.size();
     c.spec = spec;
     c.partition_key_pointer = *JsonPointer::Parse(spec.partition_key_path);
     c.items = handle(kf::ItemsColumnFamily(spec.name));

@@ -28,6 +28,7 @@ struct IndexHandle {
 };
 
 struct ContainerHandle {
+  size_t index = 0;  // its position in RocksDatabase::containers()
   ContainerSpec spec;
   JsonPointer partition_key_pointer;
   rocksdb::ColumnFamilyHandle* items = nullptr;
