@@ -61,27 +61,25 @@ void KeyedApplier::Dispatch(Change change) {
 void KeyedApplier::WorkerLoop(Worker* w) {
   for (;;) {
     std::vector<Change> batch;
-    std::string key;
     {
       std::unique_lock<std::mutex> lock(w->mutex);
       w->wake.wait_for(lock, std::chrono::milliseconds(100),
                        [&] { return stopping_.load() || !w->queue.empty(); });
       if (stopping_) return;
       if (w->queue.empty()) continue;
-      batch.push_back(std::move(w->queue.front()));
-      w->queue.pop_front();
-      key = kind_->OrderingKey(batch.front());
-      // The run of changes of the same key queued right behind it.
-      while (batch.size() < max_batch_ && !w->queue.empty() &&
-             kind_->OrderingKey(w->queue.front()) == key) {
+      // The changes queued at the front, whatever their keys.
+      while (batch.size() < max_batch_ && !w->queue.empty()) {
         batch.push_back(std::move(w->queue.front()));
         w->queue.pop_front();
       }
     }
+    std::vector<std::string> keys;
+    keys.reserve(batch.size());
+    for (const Change& change : batch) keys.push_back(kind_->OrderingKey(change));
     if (batch.size() == 1) {
-      ApplyOrPark(key, std::move(batch.front()));
+      ApplyOrPark(keys.front(), std::move(batch.front()));
     } else {
-      ApplyBatchOrEach(key, std::move(batch));
+      ApplyBatchOrEach(std::move(keys), std::move(batch));
     }
   }
 }
@@ -96,26 +94,30 @@ void KeyedApplier::ApplyOrPark(const std::string& key, Change change) {
   }
 }
 
-void KeyedApplier::ApplyBatchOrEach(const std::string& key, std::vector<Change> batch) {
-  bool parked;
-  {
-    std::lock_guard<std::mutex> lock(park_mutex_);
-    parked = parked_.count(key) != 0;
+void KeyedApplier::ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch) {
+  // Changes of parked keys join their keys' parked lists, in order.
+  std::vector<std::string> runnable_keys;
+  std::vector<Change> runnable;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (ParkIfKeyParked(keys[i], batch[i])) continue;
+    runnable_keys.push_back(std::move(keys[i]));
+    runnable.push_back(std::move(batch[i]));
   }
-  if (!parked) {
-    Status s = apply_batch_(batch);
+  if (runnable.size() > 1) {
+    Status s = apply_batch_(runnable);
     if (s.ok()) {
       ++batches_;
-      for (const Change& change : batch) done_(change);
+      for (const Change& change : runnable) done_(change);
       return;
     }
     FEEDD_LOG(kWarning, "processor")
-        << options_.name << ": a batch of " << batch.size() << " changes (LSN " << batch.front().lsn
-        << " to " << batch.back().lsn << ") failed; applying them one at a time: " << s.ToString();
+        << options_.name << ": a batch of " << runnable.size() << " changes (LSN "
+        << runnable.front().lsn << " to " << runnable.back().lsn
+        << ") failed; applying them one at a time: " << s.ToString();
   }
-  for (Change& change : batch) {
+  for (size_t i = 0; i < runnable.size(); ++i) {
     if (stopping_) return;
-    ApplyOrPark(key, std::move(change));
+    ApplyOrPark(runnable_keys[i], std::move(runnable[i]));
   }
 }
 

@@ -5,9 +5,10 @@
 // keys go to the same thread and are applied one at a time, in dispatch
 // order; other keys proceed in parallel. A change is applied through the
 // ApplyFn (which commits its effects). With an ApplyBatchFn and a kind whose
-// MaxBatch() is above 1, a run of queued changes of one key is applied by
-// one call (one commit); if that fails they go through the ApplyFn one by
-// one, so what follows holds per change. A failure is retried with exponential
+// MaxBatch() is above 1, the changes queued at the front of a thread's queue
+// (up to MaxBatch(), whatever their keys; those of one key in order) are
+// applied by one call (one commit); if that fails they go through the
+// ApplyFn one by one, so what follows holds per change. A failure is retried with exponential
 // backoff, and after `max_attempts` the change is parked together with every
 // later change of its key (order kept) until ReplayParked(). Other keys keep
 // flowing. Nothing is dropped except by Stop(), whose owner re-reads from
@@ -57,7 +58,7 @@ class KeyedApplier {
   };
   // Applies one change and commits its effects; OK when they are committed.
   using ApplyFn = std::function<Status(const Change&)>;
-  // Applies changes of one key in order and commits their effects together.
+  // Applies changes in order and commits their effects together.
   using ApplyBatchFn = std::function<Status(const std::vector<Change>&)>;
   // After a change was applied (its effects committed).
   using DoneFn = std::function<void(const Change&)>;
@@ -107,7 +108,8 @@ class KeyedApplier {
   Worker* WorkerFor(const Change& change) const;
   void WorkerLoop(Worker* w);
   void ApplyOrPark(const std::string& key, Change change);
-  void ApplyBatchOrEach(const std::string& key, std::vector<Change> batch);
+  // `keys[i]` is the ordering key of `batch[i]`.
+  void ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch);
   bool ApplyWithRetries(const Change& change, std::string* error);
   bool ParkIfKeyParked(const std::string& key, Change& change);
   void ParkWithKey(const std::string& key, Change change, const std::string& error);

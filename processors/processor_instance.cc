@@ -306,7 +306,7 @@ class ProcessorInstance::Impl {
   }
 
   // ---- applying ----
-  // Applies `changes` (of one ordering key, in order) and commits their
+  // Applies `changes` (in order) and commits their
   // effects together. Several changes go through a StagedReadsViewContext,
   // so each sees the writes of those before it (ProcessorKind::MaxBatch()).
   Status Apply(std::span<const Change> changes) {

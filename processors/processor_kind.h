@@ -43,9 +43,10 @@ class ProcessorKind {
   // so for a kind that keeps one view for all changes (top_n).
   virtual bool Distributable() const { return true; }
 
-  // How many queued changes of one ordering key the runtime may apply in a
-  // row before committing them together (one commit instead of one each).
-  // Reads then see the writes staged by the earlier changes of the batch
+  // How many queued changes the runtime may apply in a row before committing
+  // them together (one commit instead of one each). A batch may hold changes
+  // of several ordering keys; those of one key are in order. Reads then see
+  // the writes staged by the earlier changes of the batch
   // (StagedReadsViewContext): a kind may batch when its Apply() reads its
   // own views only through Read() and Query() and does not rely on _lsn,
   // _etag or _ts of items it wrote. If a batch fails, its changes are

@@ -27,6 +27,8 @@ class Projection : public ProcessorKind, public views::CopySettings {
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key + "/" + c.id; }
+  // Apply() reads its view only through Read() and keeps no state of its own.
+  size_t MaxBatch() const override { return 32; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     auto source = ctx.Read(change.container, change.partition_key, change.id);

@@ -1,7 +1,8 @@
-// Unit tests of KeyedApplier's batches (processors/keyed_applier.h): a run of
-// queued changes of one key goes to the ApplyBatchFn in order, bounded by
-// the kind's MaxBatch(); a failed batch is applied again one change at a
-// time, so retries and parking stay per change; without an ApplyBatchFn or
+// Unit tests of KeyedApplier's batches (processors/keyed_applier.h): the
+// changes queued at the front of a thread's queue, of any keys, go to the
+// ApplyBatchFn in order, bounded by the kind's MaxBatch(); changes of a
+// parked key join it instead; a failed batch is applied again one change at
+// a time, so retries and parking stay per change; without an ApplyBatchFn or
 // with MaxBatch() == 1 every change goes through the ApplyFn.
 #include "processors/keyed_applier.h"
 
@@ -13,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace feedd {
@@ -139,7 +141,7 @@ TEST(KeyedApplierBatchTest, QueuedChangesOfOneKeyAreAppliedInRunsOfAtMostMaxBatc
   EXPECT_EQ(applier->parked(), 0u);
 }
 
-TEST(KeyedApplierBatchTest, ARunStopsAtTheFirstChangeOfAnotherKey) {
+TEST(KeyedApplierBatchTest, ABatchTakesTheQueuedChangesOfEveryKeyInOrder) {
   OneKeyKind kind(8);
   Recorder r;
   auto applier = MakeApplier(&kind, &r, true);
@@ -153,8 +155,37 @@ TEST(KeyedApplierBatchTest, ARunStopsAtTheFirstChangeOfAnotherKey) {
   ASSERT_TRUE(r.WaitDone(6));
   applier->Stop();
   std::lock_guard<std::mutex> lock(r.mutex);
-  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3}, {4}, {5, 6}}));
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4, 5, 6}}));
   EXPECT_EQ(r.done, Range(1, 6));
+}
+
+TEST(KeyedApplierBatchTest, ChangesOfAParkedKeyJoinItAndTheOthersOfTheBatchApply) {
+  OneKeyKind kind(8);
+  Recorder r;
+  r.failing = {1};
+  auto applier = MakeApplier(&kind, &r, true, /*max_attempts=*/1);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "b"));  // fails: parks key b
+  r.WaitFirstEntered();
+  for (auto [lsn, key] :
+       std::vector<std::pair<Lsn, std::string>>{{2, "a"}, {3, "b"}, {4, "a"}, {5, "c"}, {6, "b"}}) {
+    applier->Dispatch(MakeChange(lsn, key));
+  }
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(3));  // 2, 4, 5
+  ASSERT_TRUE(Eventually([&] { return applier->parked() == 3; }));
+  applier->Stop();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 4, 5}}));
+    EXPECT_EQ(r.done, (std::vector<Lsn>{2, 4, 5}));
+  }
+  auto parked = applier->Parked();
+  ASSERT_EQ(parked.size(), 3u);
+  EXPECT_EQ(parked[0].lsn, 1u);
+  EXPECT_EQ(parked[1].lsn, 3u);
+  EXPECT_EQ(parked[2].lsn, 6u);
+  EXPECT_EQ(applier->batches(), 1u);
 }
 
 TEST(KeyedApplierBatchTest, AFailedBatchIsAppliedOneByOneAndOnlyTheBadChangeAndItsKeyPark) {

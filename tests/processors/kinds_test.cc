@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -783,6 +784,85 @@ TEST_F(UserPostsTest, RebuildDerivesTheCopiesOfExistingPosts) {
   ASSERT_TRUE(CopyOf("u1", "p1"));
   EXPECT_EQ(S(*CopyOf("u1", "p1"), "content"), MultiByteText(200));
   EXPECT_TRUE(ctx_.Get("users", "u1", "u1")) << "Rebuild removed a user";
+}
+
+TEST_F(UserPostsTest, BatchesOfMixedChangesEndAsOneByOne) {
+  EXPECT_GT(kind_->MaxBatch(), 1u);  // user_posts batches
+  // Steps that change the source, for several posts and authors.
+  const std::vector<std::function<Change(FakeViewContext&)>> steps = {
+      [](FakeViewContext& c) { return c.Put("posts", Post("p1", "u1", "alice")); },
+      [](FakeViewContext& c) { return c.Put("posts", Post("p2", "u2", "bob")); },
+      [](FakeViewContext& c) { return c.Put("posts", Comment("c1", "p1", "u2", "bob")); },
+      [](FakeViewContext& c) {
+        return c.Put("posts", Post("p1", "u1", "alice", Date(2), "edited", "edited"));
+      },
+      [](FakeViewContext& c) { return c.Put("posts", Post("p2", "u1", "alice")); },  // moves
+      [](FakeViewContext& c) {
+        return c.Put("posts", Post("p3", "u2", "bob", Date(3), MultiByteText(300)));
+      },
+      [](FakeViewContext& c) { return c.Remove("posts", "p1", "p1"); },
+      [](FakeViewContext& c) {
+        object draft = Post("p3", "u2", "bob");
+        draft["type"] = "draft";
+        return c.Put("posts", draft);
+      },
+      [](FakeViewContext& c) { return c.Put("posts", Post("p4", "u2", "bob")); },
+      [](FakeViewContext& c) {
+        return c.Put("posts", Post("p1", "u2", "bob", Date(4), "again", "recreated"));
+      },
+      [](FakeViewContext& c) { return c.Put("posts", Post("p3", "u2", "bob", Date(5), "back")); },
+  };
+  // The copies, without what differs between two runs (LSNs, etags, times).
+  auto copies = [](FakeViewContext& c) {
+    std::map<std::string, object> out;
+    for (auto& item : c.All("users")) {
+      if (S(item, "type") == "user") continue;
+      object copy = WithoutStoreFields(item);
+      copy.erase("_sourceLsn");
+      out[S(item, "userId") + "/" + S(item, "id")] = copy;
+    }
+    return out;
+  };
+
+  FakeViewContext one_by_one;
+  one_by_one.Put("users", User("u1", "alice"));
+  one_by_one.Put("users", User("u2", "bob"));
+  std::vector<Change> applied;
+  for (const auto& step : steps) {
+    applied.push_back(step(one_by_one));
+    ASSERT_TRUE(IsOk(one_by_one.Run(*kind_, applied.back())));
+  }
+  for (const Change& c : applied) ASSERT_TRUE(IsOk(one_by_one.Run(*kind_, c)));  // replays
+  const auto expected = copies(one_by_one);
+  ASSERT_EQ(expected.size(), 4u);  // u1: p2 (moved); u2: p1 (recreated), p3, p4
+
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    FakeViewContext ctx;
+    ctx.Put("users", User("u1", "alice"));
+    ctx.Put("users", User("u2", "bob"));
+    std::mt19937 rng(seed);
+    std::vector<Change> history;
+    // The sources move on by a run of steps, whose changes then apply
+    // together, followed by replays of earlier changes in random batches.
+    for (size_t i = 0; i < steps.size();) {
+      const size_t run = std::min<size_t>(1 + rng() % 5, steps.size() - i);
+      std::vector<Change> batch;
+      for (size_t k = i; k < i + run; ++k) batch.push_back(steps[k](ctx));
+      history.insert(history.end(), batch.begin(), batch.end());
+      if (!history.empty() && rng() % 2 == 0) batch.push_back(history[rng() % history.size()]);
+      StagedReadsViewContext staged(&ctx);
+      for (const Change& c : batch) ASSERT_TRUE(IsOk(kind_->Apply(c, staged))) << "LSN " << c.lsn;
+      ASSERT_TRUE(IsOk(ctx.Commit()));
+      i += run;
+    }
+    std::shuffle(history.begin(), history.end(), rng);
+    StagedReadsViewContext staged(&ctx);
+    for (const Change& c : history) ASSERT_TRUE(IsOk(kind_->Apply(c, staged)));
+    ASSERT_TRUE(IsOk(ctx.Commit()));
+    EXPECT_EQ(copies(ctx), expected);
+    EXPECT_TRUE(VerifyView(*kind_, ctx).empty()) << Joined(VerifyView(*kind_, ctx));
+  }
 }
 
 // ================================================================ feed (top_n)
