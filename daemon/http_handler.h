@@ -6,7 +6,7 @@
 // Concurrency
 //   HttpHandler::Handle() runs on an I/O thread and must not block. It may
 //   complete the Responder later, from any thread (e.g. the storage commit
-//   thread); the server moves the response back to the connection's I/O thread.
+//   thread); the server moves the response back to the connection's strand.
 //
 // Ownership
 //   A Responder is move-only and owns the right to answer one request; it

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <condition_variable>
@@ -86,13 +87,12 @@ HttpResponse ServerError(int status, std::string_view code, std::string_view mes
   return response;
 }
 
-// One connection. It lives on one I/O thread: every member is used on that
-// thread only, except Deliver(), Abandon() and OnServerStopping(), which
-// post to it when called from another thread.
+// One connection. Every member is used on the connection's strand only,
+// except Deliver(), Abandon() and OnServerStopping(), which post to it.
 class Session : public std::enable_shared_from_this<Session>, public ResponseSink {
  public:
-  Session(tcp::socket&& socket, asio::io_context& context, std::shared_ptr<ServerState> state)
-      : stream_(std::move(socket)), context_(context), state_(std::move(state)) {}
+  Session(tcp::socket&& socket, std::shared_ptr<ServerState> state)
+      : stream_(std::move(socket)), state_(std::move(state)) {}
 
   ~Session() override {
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -116,11 +116,6 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
 
   void Deliver(HttpResponse response) override {
     if (state_->stopped) return;
-    // A handler that answers at once (a read) answers on this thread: write
-    // without a round trip through the queue.
-    if (context_.get_executor().running_in_this_thread()) {
-      return Write(std::move(response), /*linger=*/false);
-    }
     asio::post(stream_.get_executor(),
                [self = shared_from_this(), response = std::move(response)]() mutable {
                  self->Write(std::move(response), /*linger=*/false);
@@ -296,7 +291,6 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   }
 
   beast::tcp_stream stream_;
-  asio::io_context& context_;  // the one I/O thread's, runs every handler
   std::shared_ptr<ServerState> state_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -317,13 +311,13 @@ class HttpServer::Impl {
   explicit Impl(HttpServerOptions options)
       : options_(std::move(options)),
         state_(std::make_shared<ServerState>()),
-        contexts_(MakeContexts(options_.threads)),
-        acceptor_(*contexts_.front()),
-        retry_timer_(*contexts_.front()) {}
+        ioc_(static_cast<int>(options_.threads)),
+        acceptor_(asio::make_strand(ioc_)),
+        retry_timer_(acceptor_.get_executor()) {}
 
   ~Impl() { Stop(); }
 
-  asio::io_context& io_context() { return *contexts_.front(); }
+  asio::io_context& io_context() { return ioc_; }
 
   Status Start(HttpHandler* handler) {
     state_->handler = handler;
@@ -337,7 +331,7 @@ class HttpServer::Impl {
     if (!ec) {
       endpoint = tcp::endpoint(address, options_.listen.port);
     } else {
-      tcp::resolver resolver(*contexts_.front());
+      tcp::resolver resolver(ioc_);
       auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port),
                                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
       if (ec || results.empty()) {
@@ -357,9 +351,9 @@ class HttpServer::Impl {
       return Status(ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
     }
 
-    for (auto& context : contexts_) work_.emplace_back(context->get_executor());
+    work_.emplace(ioc_.get_executor());
     Accept();
-    for (size_t i = 0; i < contexts_.size(); ++i) {
+    for (uint32_t i = 0; i < options_.threads; ++i) {
       threads_.emplace_back([this, i] { RunThread(i); });
     }
     started_ = true;
@@ -404,28 +398,18 @@ class HttpServer::Impl {
       }
     }
     state_->stopped = true;
-    work_.clear();
-    for (auto& context : contexts_) context->stop();
+    work_.reset();
+    ioc_.stop();
     for (std::thread& thread : threads_) thread.join();
     threads_.clear();
   }
 
  private:
-  // One io_context per I/O thread: a connection's handlers run on one thread
-  // and need no strand, and a thread wakes only for its own connections.
-  static std::vector<std::unique_ptr<asio::io_context>> MakeContexts(uint32_t threads) {
-    std::vector<std::unique_ptr<asio::io_context>> contexts;
-    for (uint32_t i = 0; i < std::max<uint32_t>(threads, 1); ++i) {
-      contexts.push_back(std::make_unique<asio::io_context>(/*concurrency_hint=*/1));
-    }
-    return contexts;
-  }
-
-  void RunThread(size_t index) {
+  void RunThread(uint32_t index) {
     SetThreadName("feedd-http-" + std::to_string(index));
     while (true) {
       try {
-        contexts_[index]->run();
+        ioc_.run();
         return;
       } catch (const std::exception& e) {
         FEEDD_LOG(kError, "http") << "unexpected exception in an I/O thread: " << e.what();
@@ -433,15 +417,13 @@ class HttpServer::Impl {
     }
   }
 
-  // Connections go to the I/O threads in turn.
   void Accept() {
-    asio::io_context& context = *contexts_[next_context_++ % contexts_.size()];
-    acceptor_.async_accept(context, [this, &context](beast::error_code ec, tcp::socket socket) {
-      OnAccept(ec, std::move(socket), context);
-    });
+    acceptor_.async_accept(
+        asio::make_strand(ioc_),
+        [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
   }
 
-  void OnAccept(beast::error_code ec, tcp::socket socket, asio::io_context& context) {
+  void OnAccept(beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) {
       // E.g. out of file descriptors: retry later instead of spinning.
@@ -454,17 +436,16 @@ class HttpServer::Impl {
     }
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<Session>(std::move(socket), context, state_)->Start();
+    std::make_shared<Session>(std::move(socket), state_)->Start();
     Accept();
   }
 
   HttpServerOptions options_;
   std::shared_ptr<ServerState> state_;
-  std::vector<std::unique_ptr<asio::io_context>> contexts_;  // one per I/O thread
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  tcp::acceptor acceptor_;  // on the first I/O thread once started
+  asio::io_context ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  tcp::acceptor acceptor_;  // used on its strand once started
   asio::steady_timer retry_timer_;
-  size_t next_context_ = 0;  // the acceptor's thread only
   tcp::endpoint bound_;
   std::vector<std::thread> threads_;
   bool started_ = false;

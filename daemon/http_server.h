@@ -3,9 +3,8 @@
 //
 // Operation
 //   Start() binds HOST:PORT (port 0 picks a free port; bound_address() tells
-//   which) and starts `threads` I/O threads, each running its own
-//   io_context. Connections are handed to the threads in turn, and all of a
-//   connection's work runs on its thread: it reads a request (body at
+//   which) and starts `threads` I/O threads running one io_context. Every
+//   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread.
@@ -15,8 +14,8 @@
 //   Stop() closes the acceptor, tells the handler (OnServerStopping), closes
 //   idle connections, lets in-flight requests finish (answered with
 //   `Connection: close`), waits up to shutdown_grace for connections to end,
-//   then stops the io_contexts and joins the threads. Responses completed
-//   after Stop() are dropped. The io_contexts (and with them any connection
+//   then stops the io_context and joins the threads. Responses completed
+//   after Stop() are dropped. The io_context (and with it any connection
 //   still referenced) is destroyed with the HttpServer; destroy it only after
 //   nothing that may complete a Responder (the storage commit thread) runs.
 //
@@ -55,8 +54,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // The io_context of the first I/O thread; handlers may use it for timers
-  // and posted work. Valid for the lifetime of the HttpServer.
+  // The io_context the I/O threads run; handlers may use it for timers and
+  // posted work. Valid for the lifetime of the HttpServer.
   boost::asio::io_context& io_context();
 
   // Binds and starts serving with `handler` (not owned; must outlive the
