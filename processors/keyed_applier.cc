@@ -76,11 +76,7 @@ void KeyedApplier::WorkerLoop(Worker* w) {
     std::vector<std::string> keys;
     keys.reserve(batch.size());
     for (const Change& change : batch) keys.push_back(kind_->OrderingKey(change));
-    if (batch.size() == 1) {
-      ApplyOrPark(keys.front(), std::move(batch.front()));
-    } else {
-      ApplyBatchOrEach(std::move(keys), std::move(batch));
-    }
+    ApplyBatchOrEach(std::move(keys), std::move(batch));
   }
 }
 

@@ -8,11 +8,11 @@
 // MaxBatch() is above 1, the changes queued at the front of a thread's queue
 // (up to MaxBatch(), whatever their keys; those of one key in order) are
 // applied by one call (one commit); if that fails they go through the
-// ApplyFn one by one, so what follows holds per change. A failure is retried with exponential
-// backoff, and after `max_attempts` the change is parked together with every
-// later change of its key (order kept) until ReplayParked(). Other keys keep
-// flowing. Nothing is dropped except by Stop(), whose owner re-reads from
-// its last recorded position.
+// ApplyFn one by one, so what follows holds per change. A failure is
+// retried with exponential backoff, and after `max_attempts` the change is
+// parked together with every later change of its key (order kept) until
+// ReplayParked(). Other keys keep flowing. Nothing is dropped except by
+// Stop(), whose owner re-reads from its last recorded position.
 //
 // Thread-safety: Dispatch(), Park(), Parked(), ReplayParked() and the
 // counters may be called from any thread, but not concurrently with Start()
@@ -108,6 +108,7 @@ class KeyedApplier {
   Worker* WorkerFor(const Change& change) const;
   void WorkerLoop(Worker* w);
   void ApplyOrPark(const std::string& key, Change change);
+  // Applies what WorkerLoop() took from a queue, one change or a batch;
   // `keys[i]` is the ordering key of `batch[i]`.
   void ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch);
   bool ApplyWithRetries(const Change& change, std::string* error);

@@ -306,9 +306,9 @@ class ProcessorInstance::Impl {
   }
 
   // ---- applying ----
-  // Applies `changes` (in order) and commits their
-  // effects together. Several changes go through a StagedReadsViewContext,
-  // so each sees the writes of those before it (ProcessorKind::MaxBatch()).
+  // Applies `changes` in order and commits their effects together. Several
+  // changes go through a StagedReadsViewContext, so each sees the writes of
+  // those before it (ProcessorKind::MaxBatch()).
   Status Apply(std::span<const Change> changes) {
     StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
     std::optional<StagedReadsViewContext> staged;
