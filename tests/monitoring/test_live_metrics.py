@@ -133,6 +133,17 @@ def catalogue_details():
     return out
 
 
+def documented_buckets():
+    """{histogram family: set of finite bucket bounds} for the histograms
+    whose meaning in docs/metrics.md ends with "buckets (s): a, b, ..."."""
+    out = {}
+    for line in assets.daemon_catalogue_lines():
+        m = re.match(r"^\|\s*`(\w+)`\s*\|\s*histogram\s*\|.*buckets(?: \(s\))?: ([0-9., ]+)\|", line)
+        if m:
+            out[m.group(1)] = {float(x) for x in m.group(2).split(",")}
+    return out
+
+
 # ---------------------------------------------------------------- Prometheus
 
 
@@ -476,6 +487,28 @@ class LiveMetricsTest(unittest.TestCase):
         if extra:
             log("families exposed but not in docs/metrics.md: %s" % ", ".join(extra))
         self.assertEqual(problems, [], "the daemon's /metrics differs from docs/metrics.md")
+
+    def test_histogram_buckets_as_documented(self):
+        # Quantiles are interpolated inside a bucket, so the boundaries decide
+        # what a dashboard or a benchmark can tell apart (e.g. a commit->view
+        # p99 of 45 ms from one of 90 ms): docs/metrics.md lists them.
+        _, samples = parse_exposition(self.exposition)
+        documented = documented_buckets()
+        self.assertIn("feedd_processor_commit_to_view_seconds", documented)
+        problems = []
+        for fam, want in sorted(documented.items()):
+            series = {}
+            for name, labels, _ in samples:
+                if name == fam + "_bucket" and labels.get("le") != "+Inf":
+                    key = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+                    series.setdefault(key, set()).add(float(labels["le"]))
+            if not series:
+                problems.append("%s: no _bucket series in /metrics" % fam)
+            for key, got in sorted(series.items()):
+                if got != want:
+                    problems.append("%s%s: buckets %s, docs/metrics.md says %s"
+                                    % (fam, dict(key), sorted(got), sorted(want)))
+        self.assertEqual(problems, [])
 
     # ------------------------------------------------------------ dashboard
 
