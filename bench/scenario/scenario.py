@@ -312,6 +312,11 @@ class KeySpace:
 # ---------------------------------------------------------------- statistics
 
 
+# After a write run drains, the publisher must publish the head of that
+# moment within this time (driver.py publish_catchup, report.py).
+PUBLISH_CATCHUP_TIMEOUT_S = 5.0
+
+
 def percentile(sorted_values, p):
     """Nearest-rank percentile of an ascending list (p in 0..100)."""
     if not sorted_values:
