@@ -396,16 +396,15 @@ def publish_catchup(api):
     c = S.Conn(api)
     try:
         t0 = time.monotonic()
-        st, _, body = c.get("/v1/feed")
-        if st != 200:
-            return None, None
-        target = json.loads(body)["headLsn"]
+        target = None
         while True:
             st, _, body = c.get("/v1/feed")
             f = json.loads(body) if st == 200 else {}
             published = f.get("publishedLsn")
             if published is None:
                 return None, None
+            if target is None:
+                target = f["headLsn"]
             if published >= target:
                 return time.monotonic() - t0, 0
             if time.monotonic() - t0 > S.PUBLISH_CATCHUP_TIMEOUT_S:
