@@ -91,29 +91,37 @@ void KeyedApplier::ApplyOrPark(const std::string& key, Change change) {
 }
 
 void KeyedApplier::ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch) {
-  // Changes of parked keys join their keys' parked lists, in order.
-  std::vector<std::string> runnable_keys;
-  std::vector<Change> runnable;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (ParkIfKeyParked(keys[i], batch[i])) continue;
-    runnable_keys.push_back(std::move(keys[i]));
-    runnable.push_back(std::move(batch[i]));
+  if (batch.size() > 1) {
+    // Changes of parked keys join their keys' parked lists, in order; the
+    // others close up in place.
+    size_t runnable = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (ParkIfKeyParked(keys[i], batch[i])) continue;
+      if (runnable != i) {
+        keys[runnable] = std::move(keys[i]);
+        batch[runnable] = std::move(batch[i]);
+      }
+      ++runnable;
+    }
+    keys.resize(runnable);
+    batch.resize(runnable);
   }
-  if (runnable.size() > 1) {
-    Status s = apply_batch_(runnable);
+  if (batch.size() > 1) {
+    Status s = apply_batch_(batch);
     if (s.ok()) {
       ++batches_;
-      for (const Change& change : runnable) done_(change);
+      for (const Change& change : batch) done_(change);
       return;
     }
     FEEDD_LOG(kWarning, "processor")
-        << options_.name << ": a batch of " << runnable.size() << " changes (LSN "
-        << runnable.front().lsn << " to " << runnable.back().lsn
-        << ") failed; applying them one at a time: " << s.ToString();
+        << options_.name << ": a batch of " << batch.size() << " changes (LSN " << batch.front().lsn
+        << " to " << batch.back().lsn << ") failed; applying them one at a time: " << s.ToString();
   }
-  for (size_t i = 0; i < runnable.size(); ++i) {
+  // One by one: ApplyOrPark() checks each key again, since a change that
+  // parks here must take the later changes of its key with it.
+  for (size_t i = 0; i < batch.size(); ++i) {
     if (stopping_) return;
-    ApplyOrPark(runnable_keys[i], std::move(runnable[i]));
+    ApplyOrPark(keys[i], std::move(batch[i]));
   }
 }
 
