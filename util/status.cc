@@ -54,6 +54,22 @@ CodeInfo Info(ErrorCode code) {
       return {"unavailable", 503};
     case ErrorCode::kLsnWaitTimeout:
       return {"lsn_wait_timeout", 504};
+    case ErrorCode::kInvalidNumber:
+      return {"invalid_number", 400};
+    case ErrorCode::kQueryTooExpensive:
+      return {"query_too_expensive", 400};
+    case ErrorCode::kDerivedItem:
+      return {"derived_item", 403};
+    case ErrorCode::kDerivedContainer:
+      return {"derived_container", 403};
+    case ErrorCode::kOperationInProgress:
+      return {"operation_in_progress", 409};
+    case ErrorCode::kTooManyRequests:
+      return {"too_many_requests", 429};
+    case ErrorCode::kNotImplemented:
+      return {"not_implemented", 501};
+    case ErrorCode::kInsufficientStorage:
+      return {"insufficient_storage", 507};
   }
   return {"internal", 500};
 }
@@ -63,7 +79,7 @@ CodeInfo Info(ErrorCode code) {
 std::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(ErrorCode::kLsnWaitTimeout); ++i) {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::kInsufficientStorage); ++i) {
     if (Info(static_cast<ErrorCode>(i)).name == name) return static_cast<ErrorCode>(i);
   }
   return ErrorCode::kInternal;

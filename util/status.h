@@ -43,6 +43,15 @@ enum class ErrorCode {
   kStorageError,
   kUnavailable,
   kLsnWaitTimeout,
+  // Added after the first release; kept at the end so values stay stable.
+  kInvalidNumber,        // 400: a non-finite number, or an integer incr overflow
+  kQueryTooExpensive,    // 400: a query over its filter or work budget
+  kDerivedItem,          // 403: a client write to an item a processor derived
+  kDerivedContainer,     // 403: a client write to a container only processors fill
+  kOperationInProgress,  // 409: the same administrative operation is already running
+  kTooManyRequests,      // 429: a bounded resource (admin executor, waits) is full
+  kNotImplemented,       // 501: e.g. a transfer coding other than chunked
+  kInsufficientStorage,  // 507: the disk is below its free-space reserve
 };
 
 // The stable snake_case name of `code`, e.g. "partition_key_mismatch".
