@@ -1,6 +1,5 @@
-// ApiRouter: the HTTP API of shared/api-contract.md with the choices of
-// docs/api.md, on top of a DocumentStore. It maps each request to a route,
-// validates it, and answers from the store.
+// ApiRouter: the HTTP API of docs/api.md, on top of a DocumentStore. It maps each request to a
+// route, validates it, and answers from the store.
 //
 // Files: api_router.cc (routing, containers, health, processors),
 // write_handlers.cc (POST/PUT/PATCH/DELETE items, batch), read_handlers.cc

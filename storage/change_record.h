@@ -1,7 +1,6 @@
 // ChangeRecord: one entry of the change feed, as read back from storage.
 // The on-disk layout is in storage/key_format.h (docs/storage-format.md);
-// the envelope JSON is the contract's (shared/api-contract.md, "The change
-// envelope").
+// the envelope JSON is the public one (docs/api.md, "The change envelope").
 //
 // Thread-safety: plain value.
 #pragma once

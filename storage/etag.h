@@ -1,6 +1,6 @@
 // The `_etag` of an item: derived from the LSN of its last write, so it
 // changes on every write and costs nothing to compute. Clients treat it as
-// opaque (shared/api-contract.md).
+// opaque (docs/api.md).
 //
 // Thread-safety: free function.
 #pragma once

@@ -2,7 +2,7 @@
 //
 // A Status is either OK or carries an ErrorCode and a human-readable message.
 // Every ErrorCode has one stable snake_case name and one HTTP status; both are
-// part of the public API (see shared/api-contract.md and docs/api.md), so the
+// part of the public API (docs/api.md, "Errors"), so the
 // HTTP layer turns a Status into an error body without a translation table of
 // its own. Exceptions never cross the storage/, feed/ or processors/
 // interfaces: callers get a Status or a Result<T>.

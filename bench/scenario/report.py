@@ -28,7 +28,7 @@ REQ_NAMES = {
     "Q6": "the feed: 100 most recent posts",
 }
 ORDER = ["C1", "Q1", "C2", "Q2", "Q3", "C3", "Q4", "C4", "Q5", "Q6"]
-# shared/scenario.md: what Cosmos DB measured (latency ms, RU)
+# What Cosmos DB's modelling guide measured for V1 and V3 (latency ms, RU)
 COSMOS = {
     "C1": ((7, 5.71), (7, 5.71)), "Q1": ((2, 1), (2, 1)), "C2": ((9, 8.76), (9, 8.76)),
     "Q2": ((9, 19.54), (2, 1)), "Q3": ((130, 619.41), (4, 6.46)), "C3": ((7, 8.57), (7, 15.27)),

@@ -1,6 +1,6 @@
 """The HTTP API contract, end to end, against the real feedd binary.
 
-shared/api-contract.md is the contract; docs/api.md the choices feedd made.
+docs/api.md is the reference.
 One daemon serves the whole class; every test uses its own ids and partition
 keys, so tests do not depend on each other.
 """

@@ -4,7 +4,7 @@
 // with continuation and costs, the change feed, head watches, persistence
 // across reopen, concurrency, retention and shutdown.
 //
-// Semantics come from shared/api-contract.md, docs/api.md and the headers;
+// Semantics come from docs/api.md and the headers;
 // nothing here depends on how the implementation is written.
 #include "storage/document_store.h"
 
