@@ -257,6 +257,7 @@ void ApiRouter::FeedInfo(Responder responder) {
         {"deliveryErrors", s.delivery_errors},
         {"duplicatesSkipped", s.duplicates_skipped},
         {"envelopesShrunk", s.envelopes_shrunk},
+        {"envelopesUndecodable", s.envelopes_undecodable},
         {"lastError",
          s.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(s.last_error)},
     };

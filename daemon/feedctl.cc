@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "util/http_client.h"
+#include "util/json_parse.h"
 
 namespace {
 
@@ -48,8 +49,8 @@ class Client {
     if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
     Reply out;
     out.status = reply->status;
-    boost::system::error_code ec;
-    out.body = boost::json::parse(reply->body, ec);
+    feedd::Result<boost::json::value> body = feedd::ParseJson(reply->body);
+    if (body.ok()) out.body = std::move(*body);
     out.error = feedd::StatusOfReply(*reply);
     return out;
   }
@@ -138,13 +139,14 @@ int main(int argc, char** argv) {
       std::ifstream in(args[1]);
       std::stringstream text;
       text << in.rdbuf();
-      boost::system::error_code ec;
-      auto ready = boost::json::parse(text.str(), ec);
-      if (ec || !ready.is_object() || !ready.as_object().contains("api")) {
+      auto ready = feedd::ParseJson(text.str());
+      const boost::json::object* o = ready.ok() ? ready->if_object() : nullptr;
+      const boost::json::value* address = o != nullptr ? o->if_contains("api") : nullptr;
+      if (address == nullptr || !address->is_string()) {
         std::cerr << "feedctl: cannot read the API address from " << args[1] << "\n";
         return kUsage;
       }
-      api = std::string(ready.at("api").as_string());
+      api = std::string(address->get_string());
     } else {
       return Usage();
     }

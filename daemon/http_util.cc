@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <boost/json/monotonic_resource.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <cctype>
 
+#include "util/json_parse.h"
 #include "util/logging.h"
+#include "util/utf8.h"
 
 namespace feedd {
 namespace {
@@ -23,9 +24,6 @@ std::string_view Trim(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
 }
-
-// Nesting deeper than this is invalid_json (Boost.JSON's default is 32).
-constexpr size_t kMaxJsonDepth = 64;
 
 }  // namespace
 
@@ -117,12 +115,9 @@ bool IsJsonContentType(std::optional<std::string_view> content_type) {
 }
 
 Result<boost::json::value> ParseJsonBody(std::string_view body) {
-  boost::json::parse_options options;
-  options.max_depth = kMaxJsonDepth;
-  boost::system::error_code ec;
-  boost::json::value value = boost::json::parse(body, ec, {}, options);
-  if (ec) {
-    return Status(ErrorCode::kInvalidJson, "the body is not valid JSON: " + ec.message());
+  Result<boost::json::value> value = ParseJson(body);
+  if (!value.ok() && value.status().code() == ErrorCode::kInvalidJson) {
+    return Status(ErrorCode::kInvalidJson, "the body is " + value.status().message());
   }
   return value;
 }
@@ -134,7 +129,10 @@ Result<boost::json::value> ParseRequestJson(const HttpRequest& request) {
   return ParseJsonBody(request.body);
 }
 
-std::string JsonString(std::string_view text) { return boost::json::serialize(text); }
+std::string JsonString(std::string_view text) {
+  if (IsValidUtf8(text)) return boost::json::serialize(text);
+  return boost::json::serialize(ToValidUtf8(text));
+}
 
 std::string ErrorJson(const Status& status) {
   std::string out = R"({"error":{"code":")";

@@ -38,14 +38,17 @@ bool ParseUint64(std::string_view text, uint64_t* out);
 // parameters (docs/api.md); false for every other media type.
 bool IsJsonContentType(std::optional<std::string_view> content_type);
 
-// Parses a request body. Invalid JSON (including invalid UTF-8) is
-// invalid_json with the parser's message.
+// Parses a request body with ParseJson() (util/json_parse.h): invalid JSON
+// (including invalid UTF-8 and nesting deeper than kMaxParseDepth) is
+// invalid_json with the parser's message; an out-of-range number is
+// invalid_number.
 Result<boost::json::value> ParseJsonBody(std::string_view body);
 // ParseJsonBody(request.body), after checking the Content-Type (415
 // unsupported_media_type unless IsJsonContentType).
 Result<boost::json::value> ParseRequestJson(const HttpRequest& request);
 
-// `text` as a JSON string literal, quoted and escaped.
+// `text` as a JSON string literal, quoted and escaped; bytes that are not
+// valid UTF-8 (a percent-decoded path echoed in a message) become U+FFFD.
 std::string JsonString(std::string_view text);
 
 // {"error":{"code":"<ErrorCodeName>","message":"..."}}. REQUIRES: !status.ok().

@@ -149,6 +149,9 @@ std::vector<MetricFamily> StateCollector::Collect() const {
               static_cast<double>(p.fatal_errors), {{"kind", "fatal"}});
     f.Counter("feedd_kafka_envelopes_shrunk_total", "Large items sent without images",
               static_cast<double>(p.envelopes_shrunk));
+    f.Counter("feedd_kafka_envelopes_undecodable_total",
+              "Stored change envelopes that did not parse, sent reference-only",
+              static_cast<double>(p.envelopes_undecodable));
     f.Counter("feedd_kafka_duplicates_skipped_total",
               "Changes found already in Kafka on recovery, not sent again",
               static_cast<double>(p.duplicates_skipped));

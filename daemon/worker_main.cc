@@ -13,6 +13,7 @@
 #include "processors/http_view_context.h"
 #include "processors/processor_manager.h"
 #include "util/http_client.h"
+#include "util/json_parse.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -27,11 +28,10 @@ Result<std::string> EmbeddedBootstrap(HttpClient& client) {
   auto reply = client.Send("GET", "/v1/feed");
   if (!reply.ok()) return reply.status();
   if (Status s = StatusOfReply(*reply); !s.ok()) return s;
-  boost::system::error_code ec;
-  boost::json::value info = boost::json::parse(reply->body, ec);
+  Result<boost::json::value> info = ParseJson(reply->body);
   const boost::json::value* bootstrap = nullptr;
-  if (!ec && info.is_object()) {
-    if (const auto* kafka = info.as_object().if_contains("kafka"); kafka && kafka->is_object()) {
+  if (info.ok() && info->is_object()) {
+    if (const auto* kafka = info->as_object().if_contains("kafka"); kafka && kafka->is_object()) {
       bootstrap = kafka->as_object().if_contains("bootstrapServers");
     }
   }

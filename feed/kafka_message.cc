@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "util/json_parse.h"
+
 namespace feedd {
 namespace {
 
@@ -53,7 +55,26 @@ KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& recor
     m.value = record.envelope_json;  // the stored bytes, as /v1/changefeed serves them
     return m;
   }
-  boost::json::object native = boost::json::parse(record.envelope_json).as_object();
+  Result<boost::json::value> parsed = ParseJson(record.envelope_json);
+  boost::json::object native;
+  if (parsed.ok() && parsed->is_object()) {
+    native = std::move(parsed->as_object());
+  } else {
+    // Stored by an older version (e.g. an Infinity) or damaged: the record's
+    // key fields are still known, so send the reference-only envelope.
+    m.decode_error = parsed.ok() ? "the envelope is not a JSON object" : parsed.status().message();
+    native = {{"lsn", record.lsn},
+              {"op", std::string(ChangeOpName(record.op))},
+              {"container", record.container},
+              {"partitionKey", record.partition_key},
+              {"id", record.id},
+              {"ts", record.ts_ms},
+              {"before", nullptr},
+              {"after", nullptr},
+              {"beforeOmitted", true},
+              {"afterOmitted", true}};
+    m.size_class = EnvelopeSize::kReferenceOnly;
+  }
   auto encode = [&]() {
     if (options.envelope == EnvelopeFormat::kNative) return boost::json::serialize(native);
     return boost::json::serialize(Debezium(options, record, native));

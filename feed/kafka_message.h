@@ -24,11 +24,16 @@ struct KafkaMessage {
   std::string key;                   // the partition key
   std::optional<std::string> value;  // nullopt: a tombstone
   EnvelopeSize size_class = EnvelopeSize::kFull;
+  // Set when the stored envelope could not be parsed for re-encoding; the
+  // message is then the reference-only envelope built from the record's key
+  // fields (docs/kafka.md, "Undecodable envelopes").
+  std::optional<std::string> decode_error;
 };
 
 std::string TopicFor(const KafkaOptions& options, const std::string& container);
 
 // The value message for `record`, shrunk to fit options.max_envelope_bytes.
+// Never throws: an envelope that does not parse is sent reference-only.
 KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& record);
 
 // The tombstone that follows a delete when options.tombstones is set.

@@ -129,6 +129,7 @@ class Publisher::Impl {
     s.fatal_errors = fatal_errors_.load();
     s.duplicates_skipped = duplicates_skipped_.load();
     s.envelopes_shrunk = envelopes_shrunk_.load();
+    s.envelopes_undecodable = envelopes_undecodable_.load();
     s.inflight_messages = inflight_messages_.load();
     s.inflight_bytes = inflight_bytes_.load();
     return s;
@@ -409,7 +410,12 @@ class Publisher::Impl {
       tiny.max_envelope_bytes = 0;
       message = EncodeChange(tiny, record);
     }
-    if (message.size_class != EnvelopeSize::kFull) {
+    if (message.decode_error) {
+      ++envelopes_undecodable_;
+      FEEDD_LOG(kError, "kafka") << "LSN " << record.lsn << " (" << record.container << "/"
+                                 << record.id << "): the stored envelope does not parse ("
+                                 << *message.decode_error << "); sent as a reference (no images)";
+    } else if (message.size_class != EnvelopeSize::kFull) {
       ++envelopes_shrunk_;
       FEEDD_LOG(kWarning, "kafka")
           << "LSN " << record.lsn << " (" << record.container << "/" << record.id
@@ -599,7 +605,7 @@ class Publisher::Impl {
   std::atomic<uint64_t> oldest_unpublished_ts_{0};
   std::atomic<uint64_t> fatal_errors_{0};
   std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
-      envelopes_shrunk_{0}, inflight_messages_{0}, inflight_bytes_{0};
+      envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0};
 };
 
 Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

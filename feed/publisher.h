@@ -41,12 +41,13 @@ struct PublisherStatus {
   uint64_t lag_changes = 0;
   double lag_seconds = 0;  // age of the oldest unpublished change
   std::string last_error;
-  uint64_t produced = 0;            // messages handed to librdkafka
-  uint64_t delivered = 0;           // messages acknowledged by the broker
-  uint64_t delivery_errors = 0;     // failed delivery reports
-  uint64_t fatal_errors = 0;        // fatal producer errors (the producer is recreated)
-  uint64_t duplicates_skipped = 0;  // changes found already in Kafka on recovery
-  uint64_t envelopes_shrunk = 0;    // large items sent without images
+  uint64_t produced = 0;               // messages handed to librdkafka
+  uint64_t delivered = 0;              // messages acknowledged by the broker
+  uint64_t delivery_errors = 0;        // failed delivery reports
+  uint64_t fatal_errors = 0;           // fatal producer errors (the producer is recreated)
+  uint64_t duplicates_skipped = 0;     // changes found already in Kafka on recovery
+  uint64_t envelopes_shrunk = 0;       // large items sent without images
+  uint64_t envelopes_undecodable = 0;  // stored envelopes that did not parse: sent reference-only
   uint64_t inflight_messages = 0;
   uint64_t inflight_bytes = 0;
 };

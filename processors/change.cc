@@ -2,15 +2,17 @@
 
 #include <boost/json.hpp>
 
+#include "util/json_parse.h"
+
 namespace feedd {
 
 Result<Change> ParseChange(std::string_view envelope_json) {
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(envelope_json, ec);
-  const boost::json::object* o = ec ? nullptr : v.if_object();
+  Result<boost::json::value> v = ParseJson(envelope_json);
+  const boost::json::object* o = v.ok() ? v->if_object() : nullptr;
   auto bad = [](const char* what) {
     return Status(ErrorCode::kInvalidRequest, std::string("bad change envelope: ") + what);
   };
+  if (!v.ok()) return bad(v.status().message().c_str());
   if (o == nullptr) return bad("not a JSON object");
   Change c;
   const auto* lsn = o->if_contains("lsn");

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "storage/write_request.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -13,9 +14,11 @@ std::string ItemPath(const std::string& container, const std::string& pk, const 
 }
 
 Result<boost::json::value> ParseBody(const HttpReply& reply, const std::string& what) {
-  boost::system::error_code ec;
-  boost::json::value body = boost::json::parse(reply.body, ec);
-  if (ec) return Status(ErrorCode::kInternal, what + ": the daemon answered invalid JSON");
+  Result<boost::json::value> body = ParseJson(reply.body);
+  if (!body.ok()) {
+    return Status(ErrorCode::kInternal,
+                  what + ": the daemon answered invalid JSON: " + body.status().message());
+  }
   return body;
 }
 

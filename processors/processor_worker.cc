@@ -14,6 +14,7 @@
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
+#include "util/json_parse.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -452,24 +453,35 @@ class ProcessorWorker::Impl {
     SetState("running");
   }
 
-  // ApplyFromDurableFeed, with an answer of an unexpected shape as an error.
-  Result<Lsn> CatchUpOnce(const std::string& topic, int32_t partition, Lsn from_lsn) {
-    try {
-      return ApplyFromDurableFeed(topic, partition, from_lsn);
-    } catch (const std::exception& e) {  // boost::json accessors on a malformed answer
-      return Status(ErrorCode::kInternal, std::string("unexpected answer: ") + e.what());
+  // The JSON object `reply` answered, or an error naming `what`.
+  static Result<boost::json::object> ReplyObject(const HttpReply& reply, const char* what) {
+    Result<boost::json::value> body = ParseJson(reply.body);
+    if (!body.ok()) {
+      return Status(ErrorCode::kInternal,
+                    std::string("unexpected answer to ") + what + ": " + body.status().message());
     }
+    if (!body->is_object()) {
+      return Status(ErrorCode::kInternal, std::string("unexpected answer to ") + what);
+    }
+    return std::move(body->get_object());
   }
 
   // Applies the changes of `topic`'s container that Kafka put in `partition`
-  // with LSN > from_lsn, up to the head read first. Returns that head.
-  Result<Lsn> ApplyFromDurableFeed(const std::string& topic, int32_t partition, Lsn from_lsn) {
+  // with LSN > from_lsn, up to the head read first. Returns that head. An
+  // answer of an unexpected shape is an error.
+  Result<Lsn> CatchUpOnce(const std::string& topic, int32_t partition, Lsn from_lsn) {
     const std::string container = topic.substr(options_.kafka.topic_prefix.size());
     HttpClient client(options_.api, options_.http_timeout);
     auto info = client.Send("GET", "/v1/feed");
     if (!info.ok()) return info.status();
     if (Status s = StatusOfReply(*info); !s.ok()) return s;
-    const Lsn head = boost::json::parse(info->body).at("headLsn").to_number<Lsn>();
+    auto feed = ReplyObject(*info, "GET /v1/feed");
+    if (!feed.ok()) return feed.status();
+    const boost::json::value* head_value = feed->if_contains("headLsn");
+    if (head_value == nullptr || !(head_value->is_uint64() || head_value->is_int64())) {
+      return Status(ErrorCode::kInternal, "unexpected answer to GET /v1/feed: no headLsn");
+    }
+    const Lsn head = head_value->to_number<Lsn>();
     const int32_t partition_count = PartitionCount(topic);
     if (partition_count <= 0) return Status(ErrorCode::kUnavailable, "no metadata for " + topic);
     std::unique_ptr<rd_kafka_topic_t, decltype(&rd_kafka_topic_destroy)> rkt(
@@ -484,8 +496,15 @@ class ProcessorWorker::Impl {
       if (Status s = StatusOfReply(*page); !s.ok()) {
         return s;  // lsn_not_retained: the daemon's retention did not wait
       }
-      boost::json::value body = boost::json::parse(page->body);
-      const auto& changes = body.at("changes").as_array();
+      auto body = ReplyObject(*page, "GET /v1/changefeed");
+      if (!body.ok()) return body.status();
+      const boost::json::value* changes_value = body->if_contains("changes");
+      const boost::json::value* next_value = body->if_contains("next");
+      if (changes_value == nullptr || !changes_value->is_array() || next_value == nullptr ||
+          !next_value->is_string()) {
+        return Status(ErrorCode::kInternal, "unexpected answer to GET /v1/changefeed");
+      }
+      const auto& changes = changes_value->get_array();
       for (const auto& envelope : changes) {
         auto change = ParseChange(boost::json::serialize(envelope));
         if (!change.ok() || change->lsn > head) continue;
@@ -501,7 +520,7 @@ class ProcessorWorker::Impl {
         waiting.insert(change->lsn);
         applier_->Dispatch(std::move(*change));
       }
-      Lsn page_next = ParseLsn(std::string(body.at("next").as_string()));
+      Lsn page_next = ParseLsn(std::string(next_value->get_string()));
       if (changes.empty() || page_next <= next) break;
       next = page_next;
     }

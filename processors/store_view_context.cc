@@ -2,14 +2,16 @@
 
 #include <boost/json.hpp>
 
+#include "util/json_parse.h"
+
 namespace feedd {
 namespace {
 
 Result<boost::json::object> ParseItem(const std::string& json) {
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(json, ec);
-  if (ec || !v.is_object()) return Status(ErrorCode::kStorageError, "stored item is not an object");
-  return std::move(v.as_object());
+  Result<boost::json::value> v = ParseJson(json);
+  if (!v.ok()) return Status(ErrorCode::kStorageError, "stored item: " + v.status().message());
+  if (!v->is_object()) return Status(ErrorCode::kStorageError, "stored item is not an object");
+  return std::move(v->as_object());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "storage/etag.h"
 #include "storage/key_format.h"
+#include "util/json_parse.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -18,10 +19,11 @@ namespace kf = key_format;
 // prefix on the client's side are ignored; "*" matches any version.
 // The _sourceLsn of a stored item (0 when it has none).
 Result<Lsn> StoredSourceLsn(std::string_view item_json) {
-  boost::system::error_code ec;
-  boost::json::value item = boost::json::parse(item_json, ec);
-  if (ec || !item.is_object()) return Status(ErrorCode::kStorageError, "corrupt stored item");
-  const boost::json::value* lsn = item.as_object().if_contains("_sourceLsn");
+  Result<boost::json::value> item = ParseJson(item_json);
+  if (!item.ok() || !item->is_object()) {
+    return Status(ErrorCode::kStorageError, "corrupt stored item");
+  }
+  const boost::json::value* lsn = item->as_object().if_contains("_sourceLsn");
   if (lsn == nullptr) return Lsn{0};
   if (lsn->is_uint64()) return lsn->as_uint64();
   if (lsn->is_int64() && lsn->as_int64() >= 0) return static_cast<Lsn>(lsn->as_int64());
@@ -264,11 +266,11 @@ class CommitPipeline::GroupBuilder {
         break;
       case WriteOpKind::kPatch: {
         if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
-        boost::system::error_code ec;
-        boost::json::value item = boost::json::parse(current_json, ec);
-        if (ec || !item.is_object()) {
+        Result<boost::json::value> parsed = ParseJson(current_json);
+        if (!parsed.ok() || !parsed->is_object()) {
           return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
         }
+        boost::json::value& item = *parsed;
         StripStoreProperties(item.as_object());  // derived '_' fields stay
         if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
         body_json = boost::json::serialize(item);
@@ -298,10 +300,9 @@ class CommitPipeline::GroupBuilder {
     if (!c.indexes.empty()) {
       std::vector<std::optional<std::string>> old_index_values(c.indexes.size());
       if (exists) {
-        boost::system::error_code ec;
-        boost::json::value old_item = boost::json::parse(current_json, ec);
-        if (ec) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
-        old_index_values = ExtractIndexValues(c.spec, old_item);
+        Result<boost::json::value> old_item = ParseJson(current_json);
+        if (!old_item.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
+        old_index_values = ExtractIndexValues(c.spec, *old_item);
       }
       if (is_delete) new_index_values.assign(c.indexes.size(), std::nullopt);
       for (size_t i = 0; i < c.indexes.size(); ++i) {

@@ -1,9 +1,9 @@
 #include "storage/json_scan.h"
 
-#include <boost/json/parse.hpp>
 #include <cstring>
 
 #include "storage/json_pointer.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -107,13 +107,12 @@ bool NameEquals(std::string_view content, bool escaped, const std::string& name,
   std::string quoted;
   quoted.reserve(content.size() + 2);
   quoted.append(1, '"').append(content).append(1, '"');
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(quoted, ec);
-  if (ec || !v.is_string()) {
+  Result<boost::json::value> v = ParseJson(quoted);
+  if (!v.ok() || !v->is_string()) {
     *ok = false;
     return false;
   }
-  return v.get_string() == name;
+  return v->get_string() == name;
 }
 
 // Moves past the value here and its ',' to the next member or element:

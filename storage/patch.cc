@@ -1,6 +1,10 @@
 #include "storage/patch.h"
 
 #include <boost/json.hpp>
+#include <cmath>
+#include <cstdint>
+
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -39,15 +43,29 @@ bool ArrayIndex(const std::string& token, size_t* index) {
   return true;
 }
 
-Result<boost::json::value> Add(const boost::json::value& a, const boost::json::value& b) {
-  if (!a.is_number() || !b.is_number()) {
-    return Status(ErrorCode::kInvalidPatch, "incr needs a numeric target");
+__int128 AsInteger(const boost::json::value& v) {
+  return v.is_int64() ? __int128{v.get_int64()} : __int128{v.get_uint64()};
+}
+
+// a + b, exact for integers (docs/api.md "Patch"): integer + integer is an
+// integer when the sum fits int64 or uint64; with a double, a finite double.
+// Anything else is invalid_number, never a silent Infinity or rounding.
+Result<boost::json::value> Add(size_t index, const std::string& path, const boost::json::value& a,
+                               const boost::json::value& b) {
+  if (!a.is_number()) return PatchError(index, path + " is not a number");
+  if (!a.is_double() && !b.is_double()) {
+    const __int128 sum = AsInteger(a) + AsInteger(b);
+    if (sum >= INT64_MIN && sum <= INT64_MAX) return boost::json::value(static_cast<int64_t>(sum));
+    if (sum > 0 && sum <= UINT64_MAX) return boost::json::value(static_cast<uint64_t>(sum));
+    return Status(ErrorCode::kInvalidNumber, "operation " + std::to_string(index) + ": incr of " +
+                                                 path + " overflows the integer range");
   }
-  if (a.is_int64() && b.is_int64()) {
-    int64_t sum;
-    if (!__builtin_add_overflow(a.get_int64(), b.get_int64(), &sum)) return boost::json::value(sum);
+  const double sum = a.to_number<double>() + b.to_number<double>();
+  if (!std::isfinite(sum)) {
+    return Status(ErrorCode::kInvalidNumber, "operation " + std::to_string(index) + ": incr of " +
+                                                 path + " is not a finite number");
   }
-  return boost::json::value(a.to_number<double>() + b.to_number<double>());
+  return boost::json::value(sum);
 }
 
 Status ApplyOne(size_t index, const PatchOp& op, boost::json::value& root) {
@@ -92,8 +110,8 @@ Status ApplyOne(size_t index, const PatchOp& op, boost::json::value& root) {
           obj[key] = op.value;
           return Status::Ok();
         }
-        auto sum = Add(*target, op.value);
-        if (!sum.ok()) return PatchError(index, op.path.text() + " is not a number");
+        auto sum = Add(index, op.path.text(), *target, op.value);
+        if (!sum.ok()) return sum.status();
         *target = std::move(*sum);
         return Status::Ok();
       }
@@ -130,8 +148,8 @@ Status ApplyOne(size_t index, const PatchOp& op, boost::json::value& root) {
         return Status::Ok();
       case PatchOpKind::kIncr: {
         if (!exists) return PatchError(index, op.path.text() + " does not exist");
-        auto sum = Add(arr[at], op.value);
-        if (!sum.ok()) return PatchError(index, op.path.text() + " is not a number");
+        auto sum = Add(index, op.path.text(), arr[at], op.value);
+        if (!sum.ok()) return sum.status();
         arr[at] = std::move(*sum);
         return Status::Ok();
       }
@@ -198,7 +216,7 @@ Status ApplyPatch(const std::vector<PatchOp>& ops, boost::json::value& item) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (Status s = ApplyOne(i, ops[i], item); !s.ok()) return s;
   }
-  return Status::Ok();
+  return CheckItemDepth(item, "the patched item");
 }
 
 }  // namespace feedd

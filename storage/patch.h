@@ -35,7 +35,10 @@ Result<std::vector<PatchOp>> ParsePatchOperations(const ContainerSpec& spec,
 //   replace: like set, but the target must exist.
 //   remove:  the target must exist.
 //   incr:    add a number to a numeric target; creates it when missing.
-// A missing parent is an error for every op.
+//            Integers stay exact; a sum outside int64/uint64, or a
+//            non-finite double, is invalid_number.
+// A missing parent is an error for every op. A result nesting deeper than
+// kMaxItemDepth (util/json_parse.h) is invalid_json.
 Status ApplyPatch(const std::vector<PatchOp>& ops, boost::json::value& item);
 
 }  // namespace feedd

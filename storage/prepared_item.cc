@@ -4,6 +4,8 @@
 
 #include "storage/json_pointer.h"
 #include "storage/key_format.h"
+#include "util/json_parse.h"
+#include "util/utf8.h"
 
 namespace feedd {
 
@@ -22,12 +24,16 @@ Status ValidateId(std::string_view id) {
       return Status(ErrorCode::kInvalidId, "id must not contain '/', '\\', '?' or '#'");
     }
   }
+  if (!IsValidUtf8(id)) return Status(ErrorCode::kInvalidId, "id must be valid UTF-8");
   return Status::Ok();
 }
 
 Status ValidatePartitionKeyValue(std::string_view pk) {
   if (pk.empty() || pk.size() > kMaxPartitionKeyBytes) {
     return Status(ErrorCode::kInvalidPartitionKey, "partition key must be 1-2048 bytes long");
+  }
+  if (!IsValidUtf8(pk)) {
+    return Status(ErrorCode::kInvalidPartitionKey, "partition key must be valid UTF-8");
   }
   return Status::Ok();
 }
@@ -84,6 +90,7 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
     if (source_lsn) body["_sourceLsn"] = *source_lsn;
   }
   boost::json::value root(std::move(body));
+  if (Status s = CheckItemDepth(root, "the item"); !s.ok()) return s;
   auto pointer = JsonPointer::Parse(spec.partition_key_path);
   if (!pointer.ok()) return pointer.status();
   const boost::json::value* pk = pointer->Find(root);

@@ -44,9 +44,11 @@ Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object 
                                  std::optional<std::string_view> expected_id, size_t max_item_bytes,
                                  std::optional<uint64_t> source_lsn = std::nullopt);
 
-// OK when `id` is 1-255 bytes with no '/', '\\', '?', '#' or control character.
+// OK when `id` is 1-255 bytes of valid UTF-8 with no '/', '\\', '?', '#' or
+// control character.
 Status ValidateId(std::string_view id);
-// OK when a partition key value is usable (1-2048 bytes, valid as a path segment).
+// OK when a partition key value is usable (1-2048 bytes of valid UTF-8,
+// valid as a path segment).
 Status ValidatePartitionKeyValue(std::string_view pk);
 
 // Removes every top-level property whose name starts with '_'.

@@ -7,6 +7,7 @@
 #include "storage/json_order.h"
 #include "storage/json_scan.h"
 #include "storage/key_format.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -75,10 +76,9 @@ Result<Continuation> DecodeContinuation(const std::string& token) {
   if (token.empty()) return c;
   std::string json;
   if (!HexDecode(token, &json)) return BadContinuation();
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(json, ec);
-  const auto* obj = v.if_object();
-  if (ec || obj == nullptr) return BadContinuation();
+  Result<boost::json::value> v = ParseJson(json);
+  const auto* obj = v.ok() ? v->if_object() : nullptr;
+  if (obj == nullptr) return BadContinuation();
   const auto* key = obj->if_contains("k");
   if (key == nullptr || !key->is_string() || !HexDecode(key->get_string(), &c.item_key)) {
     return BadContinuation();
@@ -283,11 +283,9 @@ class QueryRun {
   // `raw` (one value's text) parsed into the per-item arena; nullptr if it
   // is not JSON.
   const boost::json::value* ParseScratch(std::string_view raw) {
-    boost::system::error_code ec;
-    parser_.reset(&parse_arena_);
-    parser_.write(raw, ec);
-    if (ec) return nullptr;
-    scratch_ = parser_.release();
+    Result<boost::json::value> v = ParseJson(raw, &parse_arena_);
+    if (!v.ok()) return nullptr;
+    scratch_ = std::move(*v);
     return &scratch_;
   }
 
@@ -333,7 +331,6 @@ class QueryRun {
   // Filter and sort values parse without touching the heap; release() keeps it.
   unsigned char parse_buffer_[4096];
   boost::json::monotonic_resource parse_arena_{parse_buffer_, sizeof(parse_buffer_)};
-  boost::json::parser parser_;
   boost::json::value scratch_;  // the last ParseScratch() result, in parse_arena_
   bool single_partition_ = false;
   std::string last_pk_;

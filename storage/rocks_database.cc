@@ -11,6 +11,7 @@
 
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
+#include "util/json_parse.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -204,10 +205,11 @@ Status RocksDatabase::BuildMissingIndexes() {
             !kf::DecodeItemValue(it->value().ToStringView(), &lsn, &json)) {
           return Status(ErrorCode::kStorageError, "corrupt item in " + c.spec.name);
         }
-        boost::system::error_code ec;
-        boost::json::value item = boost::json::parse(json, ec);
-        if (ec) return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c.spec.name);
-        auto values = ExtractIndexValues(one, item);
+        Result<boost::json::value> item = ParseJson(json);
+        if (!item.ok()) {
+          return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c.spec.name);
+        }
+        auto values = ExtractIndexValues(one, *item);
         if (!values[0]) continue;
         batch.Put(idx.cf, kf::IndexKey(*values[0], pk, id), "");
         if (++entries % 1000 == 0) {

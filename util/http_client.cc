@@ -7,6 +7,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "util/json_parse.h"
+
 namespace feedd {
 namespace {
 
@@ -122,11 +124,10 @@ Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view tar
 
 Status StatusOfReply(const HttpReply& reply) {
   if (reply.status >= 200 && reply.status < 300) return Status::Ok();
-  boost::system::error_code ec;
-  boost::json::value body = boost::json::parse(reply.body, ec);
+  Result<boost::json::value> body = ParseJson(reply.body);
   const boost::json::object* error = nullptr;
-  if (!ec && body.is_object()) {
-    if (const auto* e = body.as_object().if_contains("error")) error = e->if_object();
+  if (body.ok() && body->is_object()) {
+    if (const auto* e = body->as_object().if_contains("error")) error = e->if_object();
   }
   if (error != nullptr) {
     const auto* code = error->if_contains("code");

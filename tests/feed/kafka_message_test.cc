@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <string>
+
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -94,6 +97,45 @@ TEST(KafkaMessageTest, TombstoneHasKeyAndNoValue) {
   EXPECT_EQ(m.topic, "x.posts");
   EXPECT_EQ(m.key, "p1");
   EXPECT_FALSE(m.value.has_value());
+}
+
+// An older version stored 1e309 as Infinity, which no JSON parser reads:
+// re-encoding must not throw (it aborted the daemon on every start).
+TEST(KafkaMessageTest, UndecodableEnvelopeIsSentReferenceOnly) {
+  std::string big = "{\"id\":\"c1\",\"v\":Infinity,\"pad\":\"" + std::string(2000, 'x') + "\"}";
+  for (auto format : {EnvelopeFormat::kNative, EnvelopeFormat::kDebezium}) {
+    KafkaOptions options;
+    options.max_envelope_bytes = 1000;
+    options.envelope = format;
+    KafkaMessage m = EncodeChange(options, Record(ChangeOp::kCreate, "null", big));
+    ASSERT_TRUE(m.decode_error.has_value());
+    EXPECT_EQ(m.size_class, EnvelopeSize::kReferenceOnly);
+    ASSERT_TRUE(m.value);
+    auto v = ParseJson(*m.value);
+    ASSERT_TRUE(v.ok()) << *m.value;
+    auto& o = v->as_object();
+    EXPECT_TRUE(o.at("after").is_null());
+    auto& keys = format == EnvelopeFormat::kNative ? o : o.at("source").as_object();
+    EXPECT_EQ(keys.at("lsn").to_number<int64_t>(), 42);
+    EXPECT_EQ(keys.at("partitionKey").as_string(), "p1");
+    EXPECT_EQ(keys.at("id").as_string(), "c1");
+    EXPECT_EQ(keys.at("afterOmitted"), true);
+    if (format == EnvelopeFormat::kNative) EXPECT_EQ(o.at("op").as_string(), "create");
+  }
+}
+
+// Items may nest 64 levels (util/json_parse.h): their envelopes re-encode.
+TEST(KafkaMessageTest, DeepItemsReEncode) {
+  std::string deep = std::string(kMaxItemDepth - 1, '[') + std::string(kMaxItemDepth - 1, ']');
+  std::string item = "{\"id\":\"c1\",\"deep\":" + deep + "}";
+  KafkaOptions options;
+  options.envelope = EnvelopeFormat::kDebezium;
+  KafkaMessage m = EncodeChange(options, Record(ChangeOp::kCreate, "null", item));
+  EXPECT_FALSE(m.decode_error.has_value());
+  EXPECT_EQ(m.size_class, EnvelopeSize::kFull);
+  auto v = ParseJson(*m.value);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(boost::json::serialize(v->at("after")), item);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "tests/unit/test_util.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -388,6 +389,70 @@ TEST(PatchApplyTest, UnchangedFieldsArePreserved) {
   boost::json::value expected = kDoc;
   expected.as_object()["title"] = "new";
   EXPECT_EQ(doc, expected);
+}
+
+// ---- numbers that are out of range (docs/api.md "Numbers") ----
+
+TEST(PatchApplyTest, IncrIntegerOverflowIsInvalidNumber) {
+  boost::json::value doc =
+      Json(R"({"id":"a","postId":"p","m":-9223372036854775808,"u":18446744073709551615})");
+  EXPECT_TRUE(
+      HasCode(Apply(R"([{"op":"incr","path":"/u","value":1}])", doc), ErrorCode::kInvalidNumber));
+  EXPECT_TRUE(
+      HasCode(Apply(R"([{"op":"incr","path":"/m","value":-1}])", doc), ErrorCode::kInvalidNumber));
+  EXPECT_EQ(Str(doc.at("m")), "-9223372036854775808");
+  EXPECT_EQ(Str(doc.at("u")), "18446744073709551615");
+}
+
+TEST(PatchApplyTest, IncrPastInt64MaxStaysExact) {
+  boost::json::value doc = Json(R"({"id":"a","postId":"p","n":9223372036854775807})");
+  ASSERT_TRUE(IsOk(Apply(R"([{"op":"incr","path":"/n","value":1}])", doc)));
+  EXPECT_EQ(Str(doc.at("n")), "9223372036854775808");  // not 9.223372036854776E18
+}
+
+TEST(PatchApplyTest, IncrIntegersStayExactAcrossInt64AndUint64) {
+  boost::json::value doc =
+      Json(R"({"id":"a","postId":"p","n":9223372036854775807,"u":18446744073709551615})");
+  ASSERT_TRUE(IsOk(Apply(R"([{"op":"incr","path":"/u","value":-1}])", doc)));
+  EXPECT_EQ(Str(doc.at("u")), "18446744073709551614");
+  ASSERT_TRUE(IsOk(Apply(R"([{"op":"incr","path":"/n","value":9007199254740993}])", doc)));
+  ASSERT_TRUE(doc.at("n").is_uint64()) << Str(doc.at("n"));
+  EXPECT_EQ(Str(doc.at("n")), "9232379236109516800");
+  ASSERT_TRUE(IsOk(Apply(R"([{"op":"incr","path":"/n","value":-9223372036854775807}])", doc)));
+  ASSERT_TRUE(doc.at("n").is_int64()) << Str(doc.at("n"));
+  EXPECT_EQ(doc.at("n").as_int64(), 9007199254740993);
+}
+
+TEST(PatchApplyTest, IncrToANonFiniteDoubleIsInvalidNumber) {
+  boost::json::value doc = Json(R"({"id":"a","postId":"p","d":1e308,"arr":[-1e308]})");
+  EXPECT_TRUE(HasCode(Apply(R"([{"op":"incr","path":"/d","value":1e308}])", doc),
+                      ErrorCode::kInvalidNumber));
+  EXPECT_TRUE(HasCode(Apply(R"([{"op":"incr","path":"/arr/0","value":-1e308}])", doc),
+                      ErrorCode::kInvalidNumber));
+  EXPECT_EQ(Str(doc.at("d")), "1E308");
+}
+
+TEST(PatchApplyTest, APatchedItemDeeperThanTheLimitIsInvalidJson) {
+  // /a nests 60 levels below the item; a value of 5 more is too deep.
+  std::string nested = "[]";
+  for (int i = 1; i < 5; ++i) nested = "[" + nested + "]";
+  boost::json::value doc = Json(R"({"id":"a","postId":"p"})");
+  boost::json::value chain = boost::json::object{};
+  for (size_t i = 2; i < kMaxItemDepth - 4; ++i)
+    chain = boost::json::object{{"a", std::move(chain)}};
+  doc.as_object()["a"] = std::move(chain);
+  ASSERT_EQ(JsonDepth(doc), kMaxItemDepth - 4);
+  std::string path;
+  for (size_t i = 1; i < kMaxItemDepth - 4; ++i) path += "/a";
+  path += "/x";
+  // 4 levels more: at the limit, accepted.
+  boost::json::value copy = doc;
+  std::string four = "[[[[]]]]";
+  ASSERT_TRUE(IsOk(Apply(R"([{"op":"set","path":")" + path + R"(","value":)" + four + "}]", copy)));
+  EXPECT_EQ(JsonDepth(copy), kMaxItemDepth);
+  EXPECT_TRUE(
+      HasCode(Apply(R"([{"op":"set","path":")" + path + R"(","value":)" + nested + "}]", doc),
+              ErrorCode::kInvalidJson));
 }
 
 }  // namespace

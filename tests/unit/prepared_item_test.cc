@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/unit/test_util.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -208,6 +209,38 @@ TEST(PrepareItemTest, SystemPropertyCannotStandInForIdOrPartitionKey) {
   EXPECT_FALSE(Prep(Obj(R"({"_id":"a","postId":"p"})")).ok());
   EXPECT_TRUE(
       HasCode(Prep(Obj(R"({"id":"a","_postId":"p"})")).status(), ErrorCode::kInvalidPartitionKey));
+}
+
+// An item whose "deep" member nests `depth` - 1 arrays, so the item nests
+// `depth` levels.
+boost::json::object ItemOfDepth(size_t depth) {
+  boost::json::value deep = boost::json::array{};
+  for (size_t i = 2; i < depth; ++i) deep = boost::json::array{std::move(deep)};
+  boost::json::object o{{"id", "a"}, {"postId", "p"}};
+  o["deep"] = std::move(deep);
+  return o;
+}
+
+TEST(PrepareItemTest, ItemDepthLimit) {
+  ASSERT_EQ(JsonDepth(ItemOfDepth(kMaxItemDepth)), kMaxItemDepth);
+  Result<PreparedItem> ok = Prep(ItemOfDepth(kMaxItemDepth));
+  ASSERT_TRUE(IsOk(ok.status()));
+  // What was accepted reads back.
+  EXPECT_TRUE(ParseJson(ok->body_json).ok());
+  EXPECT_TRUE(HasCode(Prep(ItemOfDepth(kMaxItemDepth + 1)).status(), ErrorCode::kInvalidJson));
+  EXPECT_TRUE(HasCode(PrepareDerivedItem(kPosts, ItemOfDepth(kMaxItemDepth + 1), kMax).status(),
+                      ErrorCode::kInvalidJson));
+}
+
+TEST(PrepareItemTest, IdAndPartitionKeyMustBeValidUtf8) {
+  for (std::string_view bad : {std::string_view("a\xE2\x82"), std::string_view("\xFF"),
+                               std::string_view("\xC0\xAF"), std::string_view("\xED\xA0\x80")}) {
+    Status s = ValidateId(bad);
+    EXPECT_TRUE(HasCode(s, ErrorCode::kInvalidId)) << bad;
+    EXPECT_TRUE(HasCode(ValidatePartitionKeyValue(bad), ErrorCode::kInvalidPartitionKey)) << bad;
+  }
+  EXPECT_TRUE(IsOk(ValidateId("caf\xC3\xA9-\xE2\x82\xAC-\xF0\x9F\x98\x80")));
+  EXPECT_TRUE(IsOk(ValidatePartitionKeyValue("caf\xC3\xA9")));
 }
 
 }  // namespace
