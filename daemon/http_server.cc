@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/http_request_head.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -53,27 +54,6 @@ struct ServerState {
   std::condition_variable sessions_changed;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
 };
-
-HttpMethod ToMethod(http::verb verb) {
-  switch (verb) {
-    case http::verb::get:
-      return HttpMethod::kGet;
-    case http::verb::head:
-      return HttpMethod::kHead;
-    case http::verb::post:
-      return HttpMethod::kPost;
-    case http::verb::put:
-      return HttpMethod::kPut;
-    case http::verb::patch:
-      return HttpMethod::kPatch;
-    case http::verb::delete_:
-      return HttpMethod::kDelete;
-    case http::verb::options:
-      return HttpMethod::kOptions;
-    default:
-      return HttpMethod::kOther;
-  }
-}
 
 // An error answered by the server itself. `message` must not need escaping.
 HttpResponse ServerError(int status, std::string_view code, std::string_view message) {
@@ -144,7 +124,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     phase_ = Phase::kReading;
     head_request_ = false;
     parser_.emplace();
-    parser_->body_limit(state_->max_request_bytes);
+    ConfigureRequestParser(*parser_, state_->max_request_bytes);
     stream_.expires_after(state_->idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -199,13 +179,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     keep_alive_ = message.keep_alive();
     head_request_ = message.method() == http::verb::head;
 
-    HttpRequest request;
-    request.method = ToMethod(message.method());
-    request.target = std::string(message.target());
-    for (const auto& field : message) {
-      request.headers.push_back({std::string(field.name_string()), std::string(field.value())});
-    }
-    request.body = std::move(message.body());
+    HttpRequest request = ToHttpRequest(message);
     if (LogEnabled(LogLevel::kDebug)) {
       request_line_ = std::string(message.method_string()) + " " + request.target;
       started_ = std::chrono::steady_clock::now();
@@ -293,7 +267,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   beast::tcp_stream stream_;
   std::shared_ptr<ServerState> state_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::optional<http::response<http::empty_body>> continue_;
   std::unique_ptr<http::response<http::string_body>> response_;  // being written
   Phase phase_ = Phase::kReading;

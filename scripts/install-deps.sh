@@ -9,6 +9,9 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev libjemalloc-dev
   libgtest-dev libgmock-dev
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer
+  # runtimes, llvm-symbolizer for readable stack traces
+  clang libclang-rt-14-dev llvm
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
   # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests
