@@ -297,10 +297,18 @@ class CommitPipeline::GroupBuilder {
     if (!is_delete) after = WithSystemProperties(body_json, lsn, ts_ms_);
 
     // Secondary indexes: remove entries of the old version, add the new ones.
+    bool before_unreadable = false;
     if (!c.indexes.empty()) {
       std::vector<std::optional<std::string>> old_index_values(c.indexes.size());
       if (exists) {
         Result<boost::json::value> old_item = ParseJson(current_json);
+        if (!old_item.ok()) {
+          // An item an older version stored with an Infinity can still be
+          // replaced or deleted: its index entries are found again, and the
+          // change record gets no before-image no reader could parse.
+          old_item = ParseLegacyJson(current_json);
+          before_unreadable = true;
+        }
         if (!old_item.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
         old_index_values = ExtractIndexValues(c.spec, *old_item);
       }
@@ -319,7 +327,7 @@ class CommitPipeline::GroupBuilder {
     ChangeOp change_op =
         is_delete ? ChangeOp::kDelete : (exists ? ChangeOp::kReplace : ChangeOp::kCreate);
     std::optional<std::string_view> before;
-    if (exists && options_.before_images) before = current_json;
+    if (exists && options_.before_images && !before_unreadable) before = current_json;
     std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, before,
                                     after ? std::optional<std::string_view>(*after) : std::nullopt);
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);

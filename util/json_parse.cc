@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/value_stack.hpp>
 #include <cmath>
 #include <exception>
@@ -119,6 +120,40 @@ Result<boost::json::value> ParseJson(std::string_view text, boost::json::storage
   } catch (const std::exception& e) {  // allocation failures, sizes over Boost's maxima
     return Status(ErrorCode::kInvalidJson, std::string("not valid JSON: ") + e.what());
   }
+}
+
+Result<boost::json::value> ParseLegacyJson(std::string_view text) {
+  // Boost.JSON 1.81 serialized a non-finite double as Infinity, -Infinity or
+  // NaN; it parses 1e999 back to the infinity.
+  std::string repaired;
+  repaired.reserve(text.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      repaired += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        repaired += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (text.substr(i, 8) == "Infinity") {
+      repaired += "1e999";
+      i += 7;
+    } else if (text.substr(i, 3) == "NaN") {
+      repaired += "null";
+      i += 2;
+    } else {
+      in_string = c == '"';
+      repaired += c;
+    }
+  }
+  json::parse_options options;
+  options.max_depth = kMaxParseDepth;
+  json::error_code ec;
+  json::value value = json::parse(repaired, ec, {}, options);
+  if (ec) return Status(ErrorCode::kInvalidJson, "not valid JSON: " + ec.message());
+  return value;
 }
 
 size_t JsonDepth(const boost::json::value& v, size_t limit) {

@@ -43,6 +43,13 @@ inline constexpr size_t kMaxParseDepth = kMaxItemDepth + kMaxWrapperDepth;
 // from `sp` (the default resource when null).
 Result<boost::json::value> ParseJson(std::string_view text, boost::json::storage_ptr sp = {});
 
+// For stored text that ParseJson() refused: reads the bare tokens Infinity
+// and NaN (outside strings), which versions before the invalid_number check
+// stored for 1e309 and the like, as the double infinity and null. The
+// result must not be stored again; it serves to find what such an item
+// indexed, so that the item can be replaced or deleted.
+Result<boost::json::value> ParseLegacyJson(std::string_view text);
+
 // The nesting depth of `v`: 0 for a scalar, 1 for {} or [], ...
 // Stops counting at `limit` + 1, so its cost is bounded by `limit`.
 size_t JsonDepth(const boost::json::value& v, size_t limit = kMaxItemDepth);

@@ -5,6 +5,7 @@ feed head did not move, and that no item appeared.
 """
 
 import socket
+import time
 import unittest
 import uuid
 
@@ -260,6 +261,27 @@ class HttpErrorsTest(_ErrorsBase):
         self.expect(self.c.request("PUT", "/v1/containers/posts/items/p/%2", {"id": "%2", "postId": "p"}),
                     400, "invalid_request", ("posts", "p", "%2"), what="truncated percent escape")
 
+    def test_invalid_utf8_in_the_path(self):
+        # A percent-encoded id or partition key that is not UTF-8 is refused,
+        # and no error message echoes the raw bytes (the body stays JSON).
+        body = {"id": "a", "postId": "p"}
+        for method in ("GET", "PUT", "PATCH", "DELETE"):
+            with self.subTest(method):
+                payload = {"operations": [{"op": "set", "path": "/a", "value": 1}]} \
+                    if method == "PATCH" else (body if method == "PUT" else None)
+                self.expect(self.c.request(method, "/v1/containers/posts/items/p/a%E2%82", payload),
+                            400, "invalid_id", what=method + " invalid UTF-8 id")
+                self.expect(self.c.request(method, "/v1/containers/posts/items/%FF/a", payload),
+                            400, "invalid_partition_key", what=method + " invalid UTF-8 pk")
+        self.expect(self.c.request("POST", "/v1/containers/posts/partitions/%C0%AF/batch",
+                                   {"operations": [{"op": "create", "body": body}]}),
+                    400, "invalid_partition_key", what="batch on an invalid UTF-8 pk")
+        r = self.c.request("GET", "/v1/containers/x%FF/items/p/a")
+        self.expect(r, 404, "container_not_found", what="invalid UTF-8 container name")
+        self.assertIn("\ufffd", r[2]["error"]["message"])
+        self.expect(self.c.request("GET", "/v1/x%E2%82"), 404, "not_found",
+                    what="invalid UTF-8 in an unknown path")
+
     def test_bad_if_match_and_batch_shape(self):
         pk, item_id = uid("p"), uid("i")
         self.expect(self.c.batch("posts", pk, [5]), 400, "invalid_request", what="batch op not an object")
@@ -273,6 +295,121 @@ class HttpErrorsTest(_ErrorsBase):
             self.assertError(self.c.read("posts", "p", "missing-" + uuid.uuid4().hex), 404, "not_found")
         self.assertEqual(self.c.connects, 1)
         self.assertNothingWritten()
+
+
+def nested(depth, leaf=None):
+    """A JSON value nesting `depth` arrays (depth 0: `leaf`)."""
+    value = leaf
+    for _ in range(depth):
+        value = [] if value is None else [value]
+    return value
+
+
+class JsonLimitsTest(_ErrorsBase):
+    """Numbers and nesting the API accepts can be read back by every reader:
+    the commit pipeline, the Kafka publisher (re-encoding envelopes over
+    kafka.max_envelope_bytes) and the processors (docs/api.md, "Numbers and
+    nesting")."""
+
+    extra_args = ("--kafka.max_envelope_bytes=1024",)
+    MAX_DEPTH = 64
+
+    def wait_published(self):
+        """Waits until the publisher has handled every change, then checks the
+        daemon is still up."""
+        head = self.c.head_lsn()
+        deadline = time.monotonic() + 30
+        while self.c.feed_info().get("publishedLsn") is None or self.c.feed_info()["publishedLsn"] < head:
+            self.assertTrue(self.daemon.alive(), "feedd exited:\n" + self.daemon.logs())
+            self.assertLess(time.monotonic(), deadline, "the publisher did not reach LSN %d" % head)
+            time.sleep(0.05)
+        self.assertTrue(self.daemon.alive(), "feedd exited:\n" + self.daemon.logs())
+        self.assertStatus(self.c.request("GET", "/healthz"), 200)
+
+    def test_non_finite_numbers_are_refused(self):
+        blob = "x" * 2000  # over kafka.max_envelope_bytes: the publisher re-encodes
+        for what, literal in [("1e309", "1e309"), ("-1e400", "-1e400"), ("1E999", "[1E999]")]:
+            with self.subTest(what):
+                item_id = uid("b")
+                raw = '{"id":"%s","userId":"%s","v":%s,"blob":"%s"}' % (item_id, item_id, literal, blob)
+                self.expect(self.c.create("users", raw), 400, "invalid_number",
+                            ("users", item_id, item_id), what="POST " + what)
+                self.expect(self.c.upsert("users", item_id, item_id, raw), 400, "invalid_number",
+                            ("users", item_id, item_id), what="PUT " + what)
+                r = self.c.request("POST", "/v1/containers/users/partitions/%s/batch" % q(item_id),
+                                   '{"operations":[{"op":"create","body":%s}]}' % raw)
+                self.expect(r, 400, "invalid_number", ("users", item_id, item_id), what="batch " + what)
+        # The extremes of int64 and uint64 are kept exactly.
+        item_id = uid("b")
+        raw = ('{"id":"%s","userId":"%s","min":-9223372036854775808,"max":18446744073709551615,'
+               '"blob":"%s"}' % (item_id, item_id, blob))
+        self.assertStatus(self.c.create("users", raw), 201)
+        self.c.read("users", item_id, item_id)
+        self.assertIn(b'"min":-9223372036854775808,"max":18446744073709551615', self.c.last_raw)
+        self.wait_published()
+
+    def test_incr_out_of_range(self):
+        item_id = uid("n")
+        body = {"id": item_id, "userId": item_id, "n": 2 ** 63 - 1, "m": -2 ** 63, "u": 2 ** 64 - 1, "d": 1e308}
+        self.assertStatus(self.c.create("users", body), 201)
+        before = self.c.read("users", item_id, item_id)[2]
+        self.head = self.c.wait_quiescent()
+        for what, ops, code in [
+            ("int64 min - 1", [{"op": "incr", "path": "/m", "value": -1}], "invalid_number"),
+            ("uint64 max + 1", [{"op": "incr", "path": "/u", "value": 1}], "invalid_number"),
+            ("1e308 + 1e308", [{"op": "incr", "path": "/d", "value": 1e308}], "invalid_number"),
+            ("set 1e309", '{"operations":[{"op":"set","path":"/x","value":1e309}]}', "invalid_number"),
+        ]:
+            with self.subTest(what):
+                if isinstance(ops, str):
+                    r = self.c.request("PATCH", item_path("users", item_id, item_id), ops)
+                else:
+                    r = self.c.patch("users", item_id, item_id, ops)
+                self.expect(r, 400, code, what="PATCH " + what)
+                if not isinstance(ops, str):
+                    r = self.c.batch("users", item_id, [{"op": "patch", "id": item_id, "operations": ops}])
+                    self.expect(r, 400, code, what="batch patch " + what)
+        self.assertEqual(self.c.read("users", item_id, item_id)[2], before)
+        # int64 max + 1 fits uint64: an exact integer, not 9.223372036854776E18.
+        r = self.c.patch("users", item_id, item_id, [{"op": "incr", "path": "/n", "value": 1}])
+        self.assertStatus(r, 200, "int64 max + 1")
+        self.assertIn(b'"n":9223372036854775808,', self.c.last_raw)
+        self.wait_published()
+
+    def test_deep_items_round_trip(self):
+        user, post = uid("u"), uid("p")
+        deep = nested(self.MAX_DEPTH - 1, 7)  # the item itself is the 64th level
+        body = {"id": post, "postId": post, "type": "post", "userId": user, "title": "t",
+                "content": "c", "creationDate": "2026-11-24T10:00:00Z", "deep": deep}
+        r = self.c.create("posts", body)
+        self.assertStatus(r, 201, "an item nesting %d levels" % self.MAX_DEPTH)
+        lsn = self.assertLsnHeader(r)
+        self.assertEqual(self.c.read("posts", post, post)[2]["deep"], deep)
+        status, _, page = self.c.changefeed("posts", start=lsn, limit=1)
+        self.assertEqual(status, 200)
+        self.assertEqual(page["changes"][0]["after"]["deep"], deep)
+        # The user_posts processor copies the post into `users`.
+        r = self.c.read("users", user, post, headers={"X-Feedd-Min-Lsn": str(lsn),
+                                                      "X-Feedd-Wait-Ms": "20000"})
+        self.assertStatus(r, 200, "the processors' copy of the deep post")
+        self.assertEqual(r[2]["deep"], deep)
+        # Through a batch (the request nests 3 levels more) too.
+        other = dict(body, id=uid("p2"))
+        other["postId"] = post
+        r = self.c.batch("posts", post, [{"op": "create", "body": other}])
+        self.assertStatus(r, 200, "a batch creating a %d-level item" % self.MAX_DEPTH)
+        _, _, processors = self.c.request("GET", "/v1/processors")
+        for p in processors["processors"]:
+            self.assertEqual(p["parked"], 0, "processor %s parked a change: %r" % (p["name"], p))
+        self.wait_published()
+        # One level more is refused, by a write or by a patch.
+        self.head = self.c.wait_quiescent()
+        too_deep = dict(body, id=uid("p3"), deep=nested(self.MAX_DEPTH, 7))
+        self.expect(self.c.create("posts", too_deep), 400, "invalid_json", ("posts", post, too_deep["id"]),
+                    what="an item nesting %d levels" % (self.MAX_DEPTH + 1))
+        r = self.c.patch("posts", post, post,
+                         [{"op": "set", "path": "/more", "value": nested(self.MAX_DEPTH, 7)}])
+        self.expect(r, 400, "invalid_json", what="a patch nesting the item %d levels" % (self.MAX_DEPTH + 1))
 
 
 class SmallLimitsTest(_ErrorsBase):

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <string>
 
 namespace feedd {
@@ -70,6 +71,23 @@ TEST(JsonParseTest, UsesTheGivenMemoryResource) {
   auto v = ParseJson(R"({"a":"a string long enough to need the heap"})", &arena);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->storage().get(), &arena);
+}
+
+// Items that versions before the invalid_number check stored with 1e309.
+TEST(JsonParseTest, LegacyInfinityAndNaNReadBackForIndexCleanUp) {
+  const char* stored =
+      R"({"id":"a","v":Infinity,"w":[-Infinity],"n":NaN,"s":"Infinity \"NaN\" \\","t":1})";
+  EXPECT_FALSE(ParseJson(stored).ok());
+  auto v = ParseLegacyJson(stored);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(std::isinf(v->at("v").as_double()));
+  EXPECT_GT(v->at("v").as_double(), 0);
+  EXPECT_TRUE(std::isinf(v->at("w").at(0).as_double()));
+  EXPECT_LT(v->at("w").at(0).as_double(), 0);
+  EXPECT_TRUE(v->at("n").is_null());
+  EXPECT_EQ(v->at("s").as_string(), "Infinity \"NaN\" \\");
+  EXPECT_EQ(v->at("t").as_int64(), 1);
+  EXPECT_FALSE(ParseLegacyJson("{\"a\":Infinit}").ok());
 }
 
 }  // namespace
