@@ -252,6 +252,12 @@ const OptionSpec kOptions[] = {
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},
+    {"processors.max_admin_tasks", "2",
+     "rebuilds and verifies running at once (1..64); more are answered 429, a second one on "
+     "the same processor 409",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 64, &c.processors_max_admin_tasks);
+     }},
     {"ready_file", "", "once serving, write the bound addresses to this file (JSON)",
      [](std::string_view v, DaemonConfig& c) {
        c.ready_file = std::string(v);
