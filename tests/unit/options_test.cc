@@ -298,6 +298,16 @@ TEST_F(OptionsTest, MessageKeyAndTombstones) {
   ExpectError("kafka.tombstones");
 }
 
+TEST_F(OptionsTest, MaxAdminTasks) {
+  EXPECT_EQ(LoadOk().processors_max_admin_tasks, 2u);
+  args_ = {"--processors.max_admin_tasks=5"};
+  EXPECT_EQ(LoadOk().processors_max_admin_tasks, 5u);
+  args_ = {"--processors.max_admin_tasks=0"};
+  ExpectError("processors.max_admin_tasks");
+  args_ = {"--processors.max_admin_tasks=65"};
+  ExpectError("processors.max_admin_tasks");
+}
+
 TEST_F(OptionsTest, MissingConfigFile) {
   args_ = {"--config=/nonexistent/feedd.conf"};
   ExpectError("cannot open config file /nonexistent/feedd.conf");
