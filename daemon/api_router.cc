@@ -169,10 +169,7 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
       io_(io),
       containers_json_(ContainersJson(store->containers())) {}
 
-ApiRouter::~ApiRouter() {
-  std::lock_guard<std::mutex> lock(admin_mu_);
-  for (auto& t : admin_threads_) t.join();
-}
+ApiRouter::~ApiRouter() = default;
 
 std::string_view ApiRouter::RouteTemplate(std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));

@@ -25,9 +25,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -101,10 +101,12 @@ class ApiRouter : public HttpHandler {
   void ShowProcessor(ProcessorInstance& instance, Responder responder);
   void ShowParked(ProcessorInstance& instance, Responder responder);
   void ReplayParked(ProcessorInstance& instance, Responder responder);
-  // Rebuild and verify take long: they run on an admin thread.
+  // Rebuild and verify take long: they run on the processors' AdminTasks,
+  // or are answered at once when it refuses them (409, 429, 503).
   void Rebuild(ProcessorInstance& instance, Responder responder);
   void Verify(ProcessorInstance& instance, Responder responder);
-  void RunAdminTask(std::function<void()> task);
+  void RunAdminTask(ProcessorInstance& instance, Responder responder,
+                    std::function<HttpResponse(std::stop_token)> task);
 
   // feed_handlers.cc
   void ChangeFeed(std::string_view query, Responder responder);
@@ -121,9 +123,6 @@ class ApiRouter : public HttpHandler {
   boost::asio::io_context& io_;
   const std::string containers_json_;  // the answer of GET /v1/containers
   std::atomic<bool> stopping_{false};
-
-  std::mutex admin_mu_;
-  std::vector<std::thread> admin_threads_;  // GUARDED_BY(admin_mu_)
 
   std::mutex polls_mu_;
   std::unordered_map<ChangeFeedPoll*, std::weak_ptr<ChangeFeedPoll>>

@@ -127,7 +127,8 @@ int Run(const DaemonConfig& config) {
           KafkaConsumerConfig{*bootstrap, config.kafka.topic_prefix, config.kafka.properties};
     }
     auto created =
-        ProcessorManager::Create(store.get(), settings, consumer, metrics.ViewCommitObserver());
+        ProcessorManager::Create(store.get(), settings, consumer, config.processors_max_admin_tasks,
+                                 metrics.ViewCommitObserver());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
       return kExitBadConfig;
@@ -150,12 +151,15 @@ int Run(const DaemonConfig& config) {
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 
   // Reverse order of start-up. The store goes before the router and the
-  // server: its callbacks reference both. Processors record their applied
-  // watermark, the publisher delivers what is in flight and records its
-  // checkpoint, then the store closes.
+  // server: its callbacks reference both. Running rebuilds and verifies are
+  // cancelled and joined first, so their requests are answered (503) within
+  // the HTTP drain. Processors record their applied watermark, the
+  // publisher delivers what is in flight and records its checkpoint, then
+  // the store closes.
   auto shut_down = [&] {
     notifier.Stopping();  // STOPPING=1; joins the watchdog thread
     metrics.Stop();
+    if (processors) processors->admin_tasks().Shutdown();
     http.Stop();
     if (processors) processors->Stop();
     if (publisher) publisher->Stop();

@@ -207,7 +207,21 @@ const OptionSpec kOptions[] = {
          return BadValue("native or debezium", v);
        return Status::Ok();
      }},
-    {"kafka.tombstones", "false", "follow each delete with a null-value message of the same key",
+    {"kafka.message_key", "partition_key",
+     "message key: 'partition_key' (the partition key value) or 'item' "
+     "(JSON [partitionKey, id]); the Kafka partition follows the partition key either way",
+     [](std::string_view v, DaemonConfig& c) {
+       if (v == "partition_key")
+         c.kafka.message_key = MessageKey::kPartitionKey;
+       else if (v == "item")
+         c.kafka.message_key = MessageKey::kItem;
+       else
+         return BadValue("partition_key or item", v);
+       return Status::Ok();
+     }},
+    {"kafka.tombstones", "false",
+     "follow each delete with a null-value message of the same key (needs "
+     "kafka.message_key=item)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.kafka.tombstones); }},
     {"kafka.create_topics", "true", "create missing topics",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.kafka.create_topics); }},
@@ -238,6 +252,12 @@ const OptionSpec kOptions[] = {
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},
+    {"processors.max_admin_tasks", "2",
+     "rebuilds and verifies running at once (1..64); more are answered 429, a second one on "
+     "the same processor 409",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 64, &c.processors_max_admin_tasks);
+     }},
     {"ready_file", "", "once serving, write the bound addresses to this file (JSON)",
      [](std::string_view v, DaemonConfig& c) {
        c.ready_file = std::string(v);
@@ -560,6 +580,8 @@ Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const 
     }
   }
   status = ApplyDynamic(dynamic, &config);
+  if (!status.ok()) return status;
+  status = ValidateKafkaOptions(config.kafka);
   if (!status.ok()) return status;
   return config;
 }

@@ -58,6 +58,7 @@ struct DaemonConfig {
   // scenario's three when none is declared and the containers are the
   // default ones).
   bool processors_enabled = true;
+  size_t processors_max_admin_tasks = 2;  // rebuilds/verifies at once
 
   std::string ready_file;  // "" when none
 

@@ -132,35 +132,42 @@ void ApiRouter::ReplayParked(ProcessorInstance& instance, Responder responder) {
                                        {"name", instance.name()}, {"replayed", n}})));
 }
 
-void ApiRouter::RunAdminTask(std::function<void()> task) {
-  std::lock_guard<std::mutex> lock(admin_mu_);
-  admin_threads_.emplace_back(std::move(task));
+void ApiRouter::RunAdminTask(ProcessorInstance& instance, Responder responder,
+                             std::function<HttpResponse(std::stop_token)> task) {
+  // One operation per processor at a time (409), a bounded number at once
+  // (429): the manager's AdminTasks, joined before the store closes. The
+  // response is sent once the operation has released its slot, so the
+  // client may ask again as soon as it has the answer.
+  auto pending = std::make_shared<Responder>(std::move(responder));
+  Status s = options_.processors->admin_tasks().Submit(
+      instance.name(), [pending, task = std::move(task)](std::stop_token stop) {
+        auto response = std::make_shared<HttpResponse>(task(stop));
+        return [pending, response] { pending->Send(std::move(*response)); };
+      });
+  if (!s.ok()) pending->Send(ErrorResponse(s));
 }
 
 void ApiRouter::Rebuild(ProcessorInstance& instance, Responder responder) {
-  auto pending = std::make_shared<Responder>(std::move(responder));
-  RunAdminTask([&instance, pending] {
+  RunAdminTask(instance, std::move(responder), [&instance](std::stop_token) {
     Status s = instance.Rebuild();
-    if (!s.ok()) return pending->Send(ErrorResponse(s));
-    pending->Send(
-        JsonResponse(200, boost::json::serialize(boost::json::object{
-                              {"name", instance.name()}, {"appliedLsn", instance.applied()}})));
+    if (!s.ok()) return ErrorResponse(s);
+    return JsonResponse(200, boost::json::serialize(boost::json::object{
+                                 {"name", instance.name()}, {"appliedLsn", instance.applied()}}));
   });
 }
 
 void ApiRouter::Verify(ProcessorInstance& instance, Responder responder) {
-  auto pending = std::make_shared<Responder>(std::move(responder));
-  RunAdminTask([&instance, pending] {
-    auto differences = instance.Verify(std::chrono::seconds(30));
-    if (!differences.ok()) return pending->Send(ErrorResponse(differences.status()));
+  RunAdminTask(instance, std::move(responder), [&instance](std::stop_token stop) {
+    auto differences = instance.Verify(std::chrono::seconds(30), stop);
+    if (!differences.ok()) return ErrorResponse(differences.status());
     boost::json::array list;
     for (auto& d : *differences) list.emplace_back(d);
     bool ok = list.empty();
-    pending->Send(JsonResponse(
+    return JsonResponse(
         200, boost::json::serialize(boost::json::object{{"name", instance.name()},
                                                         {"ok", ok},
                                                         {"appliedLsn", instance.applied()},
-                                                        {"differences", std::move(list)}})));
+                                                        {"differences", std::move(list)}}));
   });
 }
 

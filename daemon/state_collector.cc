@@ -162,6 +162,14 @@ std::vector<MetricFamily> StateCollector::Collect() const {
 
   // ---- processors ----
   if (processors_ != nullptr) {
+    const AdminTasks& admin = processors_->admin_tasks();
+    f.Gauge("feedd_admin_tasks_running", "Processor rebuilds and verifies running",
+            static_cast<double>(admin.running()));
+    const char* help_refused = "Rebuilds and verifies refused, by reason";
+    f.Counter("feedd_admin_tasks_refused_total", help_refused,
+              static_cast<double>(admin.refused_in_progress()), {{"reason", "in_progress"}});
+    f.Counter("feedd_admin_tasks_refused_total", help_refused,
+              static_cast<double>(admin.refused_too_many()), {{"reason", "too_many"}});
     for (const auto& instance : processors_->instances()) {
       ProcessorStatus s = instance->GetStatus();
       std::vector<ClientMetric::Label> l = {{"processor", s.name}};

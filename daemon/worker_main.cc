@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "daemon/metrics_server.h"
+#include "daemon/systemd_notifier.h"
 #include "daemon/worker_collector.h"
 #include "processors/http_view_context.h"
 #include "processors/processor_manager.h"
@@ -101,6 +102,11 @@ int RunWorker(const DaemonConfig& config) {
     return finish(kExitBadConfig);
   }
   std::vector<std::unique_ptr<ProcessorWorker>> workers = std::move(*created);
+  // systemd (Type=notify, WatchdogSec; configs/feedd-worker@.service): no-op
+  // without NOTIFY_SOCKET. READY=1 once every processor runs and metrics
+  // serve. Declared after `workers`, which its watchdog's health check reads,
+  // so its thread is joined before they go.
+  SystemdNotifier notifier;
   if (config.worker_verify) {
     int rc = kExitOk;
     for (auto& w : workers) {
@@ -119,6 +125,7 @@ int RunWorker(const DaemonConfig& config) {
     return finish(rc);
   }
   auto stop_all = [&] {
+    notifier.Stopping();  // STOPPING=1; joins the watchdog thread
     metrics.Stop();
     for (auto& w : workers) w->Stop();
   };
@@ -139,6 +146,15 @@ int RunWorker(const DaemonConfig& config) {
   }
   FEEDD_LOG(kInfo, "worker") << "ready: " << workers.size() << " processor(s), metrics on http://"
                              << *address << "/metrics";
+  // Healthy while every processor can report its status: a worker whose
+  // threads deadlock on its state stops pinging and systemd restarts it.
+  notifier.StartWatchdog([&workers] {
+    for (const auto& w : workers) {
+      if (w->GetStatus().state == "stopped") return false;
+    }
+    return true;
+  });
+  notifier.Ready(std::to_string(workers.size()) + " processor(s), metrics on " + *address);
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   FEEDD_LOG(kInfo, "worker") << "stopping";
   stop_all();

@@ -1,5 +1,7 @@
 #include "feed/kafka_message.h"
 
+#include <librdkafka/rdkafka.h>
+
 #include <boost/json.hpp>
 
 #include "util/json_parse.h"
@@ -46,10 +48,22 @@ std::string TopicFor(const KafkaOptions& options, const std::string& container) 
   return options.topic_prefix + container;
 }
 
+std::string MessageKeyFor(const KafkaOptions& options, const ChangeRecord& record) {
+  if (options.message_key == MessageKey::kPartitionKey) return record.partition_key;
+  return boost::json::serialize(boost::json::array{boost::json::string_view(record.partition_key),
+                                                   boost::json::string_view(record.id)});
+}
+
+int32_t KafkaPartitionOf(std::string_view partition_key, int32_t partition_count) {
+  // librdkafka's murmur2 partitioner reads neither the topic nor the opaques.
+  return rd_kafka_msg_partitioner_murmur2(nullptr, partition_key.data(), partition_key.size(),
+                                          partition_count, nullptr, nullptr);
+}
+
 KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& record) {
   KafkaMessage m;
   m.topic = TopicFor(options, record.container);
-  m.key = record.partition_key;
+  m.key = MessageKeyFor(options, record);
   if (options.envelope == EnvelopeFormat::kNative &&
       record.envelope_json.size() <= options.max_envelope_bytes) {
     m.value = record.envelope_json;  // the stored bytes, as /v1/changefeed serves them
@@ -101,7 +115,7 @@ KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& recor
 KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& record) {
   KafkaMessage m;
   m.topic = TopicFor(options, record.container);
-  m.key = record.partition_key;
+  m.key = MessageKeyFor(options, record);
   return m;
 }
 

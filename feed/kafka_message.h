@@ -1,12 +1,15 @@
 // KafkaMessage: the Kafka record for one change record, in the native or the
-// Debezium envelope, with the contract's headers and the size policy for
-// large items (docs/kafka.md).
+// Debezium envelope, with its key (kafka.message_key), the size policy for
+// large items, and the Kafka partition every change of a partition key goes
+// to (docs/kafka.md).
 //
 // Thread-safety: free functions, no shared state.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "feed/kafka_options.h"
 #include "storage/change_record.h"
@@ -21,7 +24,7 @@ enum class EnvelopeSize {
 
 struct KafkaMessage {
   std::string topic;
-  std::string key;                   // the partition key
+  std::string key;                   // per options.message_key
   std::optional<std::string> value;  // nullopt: a tombstone
   EnvelopeSize size_class = EnvelopeSize::kFull;
   // Set when the stored envelope could not be parsed for re-encoding; the
@@ -31,6 +34,16 @@ struct KafkaMessage {
 };
 
 std::string TopicFor(const KafkaOptions& options, const std::string& container);
+
+// The message key of an item: its partition key, or ["<pk>","<id>"] as
+// compact JSON for MessageKey::kItem.
+std::string MessageKeyFor(const KafkaOptions& options, const ChangeRecord& record);
+
+// The Kafka partition of every change of `partition_key`, whatever the message
+// key: the Java client's murmur2 of the partition key's bytes,
+// (murmur2(partition_key) & 0x7fffffff) % partition_count.
+// REQUIRES: partition_count > 0.
+int32_t KafkaPartitionOf(std::string_view partition_key, int32_t partition_count);
 
 // The value message for `record`, shrunk to fit options.max_envelope_bytes.
 // Never throws: an envelope that does not parse is sent reference-only.

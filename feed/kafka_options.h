@@ -1,6 +1,11 @@
 // KafkaOptions: how the publisher reaches Kafka and what it produces.
 // The daemon fills it from the `kafka.*` configuration section
 // (daemon/options.cc); every key it does not know is passed to librdkafka.
+// ValidateKafkaOptions holds the rules that span fields; the daemon applies
+// it when it loads its configuration (so --check-config catches them) and
+// the publisher again when it starts.
+//
+// Thread-safety: a plain value; ValidateKafkaOptions has no shared state.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +13,18 @@
 #include <map>
 #include <string>
 
+#include "util/status.h"
+
 namespace feedd {
 
 enum class EnvelopeFormat { kNative, kDebezium };
+
+// What a message's key is (docs/kafka.md, "Topics, keys, values"). The Kafka
+// partition is chosen from the partition key in both cases.
+enum class MessageKey {
+  kPartitionKey,  // the partition key value (UTF-8): the contract's default
+  kItem,          // ["<partitionKey>","<id>"] as compact JSON: one item per key
+};
 
 struct KafkaOptions {
   // "embedded" starts the in-process mock cluster; anything else is a real
@@ -18,7 +32,10 @@ struct KafkaOptions {
   std::string brokers = "embedded";
   std::string topic_prefix = "feedd.";
   EnvelopeFormat envelope = EnvelopeFormat::kNative;
-  // Follow each delete with a null-value message of the same key.
+  MessageKey message_key = MessageKey::kPartitionKey;
+  // Follow each delete with a null-value message of the same key. Requires
+  // MessageKey::kItem: a tombstone keyed by partition key would let a
+  // compacted topic drop every other item of that partition.
   bool tombstones = false;
   // Create missing topics with this many partitions / replicas.
   bool create_topics = true;
@@ -35,5 +52,10 @@ struct KafkaOptions {
   // librdkafka properties (linger.ms, security.protocol, sasl.*, ...).
   std::map<std::string, std::string> properties;
 };
+
+// OK, or kInvalidRequest naming the offending `kafka.` option: tombstones
+// without item keys, or a property librdkafka does not accept (checked on a
+// throwaway librdkafka configuration).
+Status ValidateKafkaOptions(const KafkaOptions& options);
 
 }  // namespace feedd

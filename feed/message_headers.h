@@ -1,5 +1,6 @@
 // The headers of a consumed Kafka message as feedd's publisher writes them
-// (feedd-lsn, feedd-op, feedd-container, feedd-id; docs/kafka.md), for the
+// (feedd-lsn, feedd-op, feedd-container, feedd-id, feedd-partition-key;
+// docs/kafka.md), for the
 // components that read feedd's topics back: publisher recovery, processor
 // instances and feedd worker.
 //
@@ -10,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <charconv>
+#include <string>
 #include <string_view>
 
 #include "storage/change_record.h"
@@ -34,6 +36,22 @@ inline Lsn ParseLsn(std::string_view text) {
   Lsn lsn = 0;
   if (std::from_chars(text.data(), text.data() + text.size(), lsn).ec != std::errc()) return 0;
   return lsn;
+}
+
+// The partition key of the item a message is about: its feedd-partition-key
+// header, or, for messages of feedd versions without that header (which keyed
+// every message by partition key), the message key.
+inline std::string PartitionKeyOf(const rd_kafka_message_t* m) {
+  rd_kafka_headers_t* headers = nullptr;
+  const void* value = nullptr;
+  size_t size = 0;
+  if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+      rd_kafka_header_get_last(headers, "feedd-partition-key", &value, &size) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return value == nullptr ? std::string() : std::string(static_cast<const char*>(value), size);
+  }
+  if (m->key == nullptr) return {};
+  return std::string(static_cast<const char*>(m->key), m->key_len);
 }
 
 // The message's feedd-lsn header, or 0.

@@ -49,6 +49,7 @@ class Publisher::Impl {
   ~Impl() { Stop(std::chrono::seconds(5)); }
 
   Status Start() {
+    if (Status v = ValidateKafkaOptions(options_); !v.ok()) return v;
     // The checkpoint: registered once, from the oldest retained change, so a
     // publisher added to an existing database publishes all of it.
     Status s = store_->RegisterConsumer(kConsumerName, store_->OldestRetainedLsn() - 1);
@@ -154,8 +155,7 @@ class Publisher::Impl {
         {"acks", "all"},
         {"compression.type", "lz4"},
         {"linger.ms", "1"},
-        {"message.timeout.ms", "0"},        // never give up: the feed is durable
-        {"partitioner", "murmur2_random"},  // the Java client's key hashing
+        {"message.timeout.ms", "0"},  // never give up: the feed is durable
         {"message.max.bytes",
          std::to_string(std::max<size_t>(options_.max_envelope_bytes + 65536, 1000000))},
         {"queue.buffering.max.messages", std::to_string(options_.max_inflight_messages + 1000)},
@@ -293,6 +293,7 @@ class Publisher::Impl {
                                 << " are already in Kafka; they will not be sent again";
     }
     already_in_kafka_.insert(found->begin(), found->end());
+    partition_counts_ = std::move(counts);
     connected_ = true;
     prepared_ = true;
     return Status::Ok();
@@ -443,9 +444,13 @@ class Publisher::Impl {
     const std::string_view op = ChangeOpName(record.op);
     const size_t len = message.value ? message.value->size() : 0;
     void* payload = message.value ? const_cast<char*>(message.value->data()) : nullptr;
+    // Chosen here, not from the message key: all changes of a partition key
+    // share one Kafka partition (and its order) whatever kafka.message_key is.
+    const int32_t partition =
+        KafkaPartitionOf(record.partition_key, partition_counts_.at(message.topic));
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
-          producer_, RD_KAFKA_V_TOPIC(message.topic.c_str()),
+          producer_, RD_KAFKA_V_TOPIC(message.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_KEY(message.key.data(), message.key.size()), RD_KAFKA_V_VALUE(payload, len),
           RD_KAFKA_V_HEADER("feedd-lsn", lsn.data(), static_cast<ssize_t>(lsn.size())),
@@ -453,6 +458,8 @@ class Publisher::Impl {
           RD_KAFKA_V_HEADER("feedd-container", record.container.data(),
                             static_cast<ssize_t>(record.container.size())),
           RD_KAFKA_V_HEADER("feedd-id", record.id.data(), static_cast<ssize_t>(record.id.size())),
+          RD_KAFKA_V_HEADER("feedd-partition-key", record.partition_key.data(),
+                            static_cast<ssize_t>(record.partition_key.size())),
           RD_KAFKA_V_OPAQUE(LsnOpaque(record.lsn)), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(producer_, 10);
@@ -580,7 +587,8 @@ class Publisher::Impl {
   rd_kafka_t* producer_ = nullptr;
   std::set<Lsn> already_in_kafka_;  // beyond the checkpoint, known delivered
   std::map<Lsn, InFlight> inflight_;
-  std::set<Lsn> reference_only_;  // rejected as too large by the broker
+  std::set<Lsn> reference_only_;                 // rejected as too large by the broker
+  std::map<std::string, int> partition_counts_;  // topic -> partitions, read by Prepare()
   bool prepared_ = false;
   bool rewind_ = false;
   bool fatal_ = false;

@@ -158,10 +158,13 @@ class ProcessorInstance::Impl {
     return s;
   }
 
-  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait) {
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait, std::stop_token stop) {
     Lsn target = store_->HeadLsn();
     auto deadline = std::chrono::steady_clock::now() + wait;
     while (applied_.value() < target) {
+      if (stop.stop_requested()) {
+        return Status(ErrorCode::kUnavailable, "the daemon is shutting down");
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         return Status(ErrorCode::kLsnWaitTimeout, config_.name + " has applied up to LSN " +
                                                       std::to_string(applied_.value()) +
@@ -574,8 +577,9 @@ void ProcessorInstance::CancelApplied(uint64_t token) { impl_->CancelApplied(tok
 std::vector<ParkedChange> ProcessorInstance::Parked() const { return impl_->Parked(); }
 size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
 Status ProcessorInstance::Rebuild() { return impl_->Rebuild(); }
-Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait) {
-  return impl_->Verify(wait);
+Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait,
+                                                           std::stop_token stop) {
+  return impl_->Verify(wait, std::move(stop));
 }
 
 }  // namespace feedd

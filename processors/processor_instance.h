@@ -35,6 +35,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -119,9 +120,11 @@ class ProcessorInstance {
   size_t ReplayParked();
   // Derives the view from scratch and continues from the head at its start.
   Status Rebuild();
-  // Waits (up to `wait`) until the changes up to the current head are
-  // applied, then recomputes the view and lists every difference.
-  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait);
+  // Waits (up to `wait`, or until `stop` is requested: unavailable) until
+  // the changes up to the current head are applied, then recomputes the view
+  // and lists every difference.
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait,
+                                          std::stop_token stop = {});
 
  private:
   class Impl;

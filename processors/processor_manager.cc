@@ -137,12 +137,13 @@ Status ProcessorManager::Validate(const std::map<std::string, std::string>& sett
 
 Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     DocumentStore* store, const std::map<std::string, std::string>& settings,
-    std::optional<KafkaConsumerConfig> kafka,
+    std::optional<KafkaConsumerConfig> kafka, size_t max_admin_tasks,
     std::function<void(const std::string& processor, double seconds)> on_view_committed) {
   auto parsed = ParseInstances(settings, store->containers(), kafka.has_value());
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
+  manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
     bool uses_kafka = p.config.source == ProcessorSource::kKafka;
@@ -212,6 +213,8 @@ Status ProcessorManager::Start() {
 }
 
 void ProcessorManager::Stop() {
+  // A verify waiting for its processor returns at once; a rebuild finishes.
+  admin_tasks_->Shutdown();
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) (*it)->Stop();
 }
 

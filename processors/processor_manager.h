@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "processors/admin_tasks.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_worker.h"
 
@@ -25,11 +26,13 @@ class ProcessorManager {
   // (daemon|worker: worker instances are skipped here), parallelism,
   // max_attempts, retry_backoff_ms, kafka_grace_ms; the rest go to the kind.
   // `kafka` is nullopt when publishing is off (then every source is local).
+  // `max_admin_tasks`: rebuilds and verifies running at once, at most
+  // (processors.max_admin_tasks; see admin_tasks()).
   // `on_view_committed(processor, seconds)`, when set, observes each
   // instance's commit-to-view latency (ProcessorConfig::on_view_committed).
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings,
-      std::optional<KafkaConsumerConfig> kafka,
+      std::optional<KafkaConsumerConfig> kafka, size_t max_admin_tasks,
       std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
   // The instances that `feedd worker` runs: those named in `names`, or when
   // it is empty those with processor.<name>.run = worker. `containers` are
@@ -49,7 +52,12 @@ class ProcessorManager {
   // Drops the retention watermarks of processors it does not run (removed,
   // or run = worker), then starts every instance.
   Status Start();
+  // Cancels and joins the admin tasks, then stops every instance.
   void Stop();
+
+  // Where rebuilds and verifies run, one at a time per processor (keyed by
+  // its name), at most max_admin_tasks at once.
+  AdminTasks& admin_tasks() const { return *admin_tasks_; }
 
   const std::vector<std::unique_ptr<ProcessorInstance>>& instances() const { return instances_; }
   ProcessorInstance* Find(const std::string& name) const;
@@ -59,6 +67,8 @@ class ProcessorManager {
  private:
   DocumentStore* store_ = nullptr;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
+  // After instances_: destroyed (its tasks joined) before them.
+  std::unique_ptr<AdminTasks> admin_tasks_;
 };
 
 }  // namespace feedd

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "feed/kafka_message.h"
 #include "feed/message_headers.h"
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
@@ -288,8 +289,7 @@ class ProcessorWorker::Impl {
     change.lsn = lsn;
     change.container = std::string(HeaderValue(m, "feedd-container"));
     change.id = std::string(HeaderValue(m, "feedd-id"));
-    if (m->key != nullptr)
-      change.partition_key.assign(static_cast<const char*>(m->key), m->key_len);
+    change.partition_key = PartitionKeyOf(m);
     std::string_view op = HeaderValue(m, "feedd-op");
     change.op = op == "delete" ? ChangeOp::kDelete
                                : (op == "replace" ? ChangeOp::kReplace : ChangeOp::kCreate);
@@ -484,8 +484,6 @@ class ProcessorWorker::Impl {
     const Lsn head = head_value->to_number<Lsn>();
     const int32_t partition_count = PartitionCount(topic);
     if (partition_count <= 0) return Status(ErrorCode::kUnavailable, "no metadata for " + topic);
-    std::unique_ptr<rd_kafka_topic_t, decltype(&rd_kafka_topic_destroy)> rkt(
-        rd_kafka_topic_new(consumer_, topic.c_str(), nullptr), &rd_kafka_topic_destroy);
     Lsn next = from_lsn + 1;
     std::set<Lsn> waiting;
     while (next <= head && !stopping_) {
@@ -508,12 +506,7 @@ class ProcessorWorker::Impl {
       for (const auto& envelope : changes) {
         auto change = ParseChange(boost::json::serialize(envelope));
         if (!change.ok() || change->lsn > head) continue;
-        const std::string& key = change->partition_key;
-        if (rd_kafka_msg_partitioner_murmur2_random(rkt.get(), key.data(), key.size(),
-                                                    partition_count, nullptr,
-                                                    nullptr) != partition) {
-          continue;
-        }
+        if (KafkaPartitionOf(change->partition_key, partition_count) != partition) continue;
         std::lock_guard<std::mutex> lock(mutex_);
         if (positions_.count(change->lsn) != 0) continue;
         positions_[change->lsn] = Position{{topic, partition}, -1};
@@ -524,7 +517,6 @@ class ProcessorWorker::Impl {
       if (changes.empty() || page_next <= next) break;
       next = page_next;
     }
-    rkt.reset();
     // Wait until they are applied (or parked: then the partition waits too).
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {

@@ -138,5 +138,56 @@ TEST(KafkaMessageTest, DeepItemsReEncode) {
   EXPECT_EQ(boost::json::serialize(v->at("after")), item);
 }
 
+// With item keys, a comment's tombstone must not share the key of its post:
+// on a compacted topic it would delete the post (and the whole partition).
+TEST(KafkaMessageTest, ItemKeysIdentifyOneItem) {
+  KafkaOptions options;
+  options.message_key = MessageKey::kItem;
+  options.tombstones = true;
+  ChangeRecord comment = Record(ChangeOp::kDelete, R"({"id":"c1"})", "null");
+  ChangeRecord post = Record(ChangeOp::kCreate, "null", R"({"id":"p1"})");
+  post.id = "p1";
+  EXPECT_EQ(EncodeChange(options, comment).key, R"(["p1","c1"])");
+  EXPECT_EQ(EncodeTombstone(options, comment).key, R"(["p1","c1"])");
+  EXPECT_EQ(EncodeChange(options, post).key, R"(["p1","p1"])");
+  EXPECT_NE(EncodeTombstone(options, comment).key, EncodeChange(options, post).key);
+  // JSON, so no pair of (partition key, id) can forge another's key.
+  ChangeRecord odd = comment;
+  odd.partition_key = "a\",\"b";
+  odd.id = "\u00e9\n";
+  EXPECT_EQ(EncodeChange(options, odd).key, "[\"a\\\",\\\"b\",\"\u00e9\\n\"]");
+  // The contract's default is unchanged: the partition key.
+  options.message_key = MessageKey::kPartitionKey;
+  EXPECT_EQ(EncodeChange(options, comment).key, "p1");
+}
+
+TEST(KafkaMessageTest, PartitionIsTheJavaMurmur2OfThePartitionKey) {
+  // librdkafka's (and the Java client's) murmur2 reference values.
+  EXPECT_EQ(KafkaPartitionOf("kafka", 1000), (0xd067cf64 & 0x7fffffff) % 1000);
+  EXPECT_EQ(KafkaPartitionOf("giberish123456789", 7), (0x8f552b0c & 0x7fffffff) % 7);
+  EXPECT_EQ(KafkaPartitionOf("", 5), (0x106e08d9 & 0x7fffffff) % 5);
+  EXPECT_EQ(KafkaPartitionOf("anything", 1), 0);
+}
+
+TEST(KafkaMessageTest, TombstonesNeedItemKeys) {
+  KafkaOptions options;
+  options.tombstones = true;
+  Status s = ValidateKafkaOptions(options);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(s.message().find("kafka.message_key=item"), std::string::npos) << s.message();
+  options.message_key = MessageKey::kItem;
+  EXPECT_TRUE(ValidateKafkaOptions(options).ok());
+}
+
+TEST(KafkaMessageTest, PropertiesAreCheckedByLibrdkafka) {
+  KafkaOptions options;
+  options.properties = {{"linger.ms", "5"}, {"session.timeout.ms", "6000"}};
+  EXPECT_TRUE(ValidateKafkaOptions(options).ok());
+  options.properties["max_inflight_bytes"] = "1000";
+  Status s = ValidateKafkaOptions(options);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(s.message().find("kafka.max_inflight_bytes"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace feedd

@@ -11,9 +11,11 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "feed/embedded_broker.h"
+#include "feed/kafka_message.h"
 #include "tests/feed/forwarding_store.h"
 
 namespace feedd {
@@ -176,8 +178,9 @@ class PublisherTest : public ::testing::Test {
     return all;
   }
 
-  // Each change exactly once, right topic, key, headers and value, and
-  // increasing LSNs per key.
+  // Each change exactly once, right topic, key (per kafka_.message_key),
+  // headers and value, in the partition of its partition key, and increasing
+  // LSNs per partition key.
   void ExpectExactlyOnce(const std::vector<Message>& messages) {
     auto feed = Feed();
     std::map<Lsn, int> seen;
@@ -190,12 +193,14 @@ class PublisherTest : public ::testing::Test {
       ASSERT_EQ(feed.count(m.lsn), 1u) << m.lsn;
       const ChangeRecord& r = feed[m.lsn];
       EXPECT_EQ(m.topic, "feedd." + r.container);
-      EXPECT_EQ(m.key, r.partition_key);
+      EXPECT_EQ(m.key, MessageKeyFor(kafka_, r));
+      EXPECT_EQ(m.partition, KafkaPartitionOf(r.partition_key, 3)) << "LSN " << m.lsn;
       EXPECT_EQ(m.headers.at("feedd-op"), ChangeOpName(r.op));
       EXPECT_EQ(m.headers.at("feedd-container"), r.container);
       EXPECT_EQ(m.headers.at("feedd-id"), r.id);
+      EXPECT_EQ(m.headers.at("feedd-partition-key"), r.partition_key);
       EXPECT_EQ(*m.value, r.envelope_json);
-      std::string key = m.topic + "/" + m.key;
+      std::string key = m.topic + "/" + r.partition_key;
       EXPECT_GT(m.lsn, last_per_key[key]) << "LSNs must increase per key " << key;
       last_per_key[key] = m.lsn;
     }
@@ -212,6 +217,7 @@ class PublisherTest : public ::testing::Test {
 };
 
 TEST_F(PublisherTest, EveryChangeArrivesOnceInOrder) {
+  kafka_.message_key = MessageKey::kItem;
   kafka_.tombstones = true;
   StartPublisher();
   int deletes = 0;
@@ -234,12 +240,45 @@ TEST_F(PublisherTest, EveryChangeArrivesOnceInOrder) {
     if (!m.value) {
       ++tombstones;
       EXPECT_EQ(m.headers.at("feedd-op"), "delete");
+      // Keyed by the deleted item alone, in its partition key's partition.
+      const std::string& pk = m.headers.at("feedd-partition-key");
+      EXPECT_EQ(m.key, boost::json::serialize(
+                           boost::json::array{boost::json::string_view(pk),
+                                              boost::json::string_view(m.headers.at("feedd-id"))}));
+      EXPECT_EQ(m.partition, KafkaPartitionOf(pk, 3));
     }
   }
   EXPECT_EQ(tombstones, static_cast<size_t>(deletes));
   PublisherStatus s = publisher_->GetStatus();
   EXPECT_EQ(s.lag_changes, 0u);
   EXPECT_EQ(s.delivery_errors, 0u);
+}
+
+// Item keys are spread over partitions by hash; the partition must still
+// follow the partition key, or the changes of one post (and their order)
+// would be split across partitions.
+TEST_F(PublisherTest, ItemKeysKeepAPartitionKeyInOnePartition) {
+  kafka_.message_key = MessageKey::kItem;
+  StartPublisher();
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i) +
+                                    R"(","postId":"p1","userId":"u1","n":)" + std::to_string(i) +
+                                    "}")
+                    .status.ok());
+  }
+  WaitPublished(store_->HeadLsn());
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
+  ExpectExactlyOnce(messages);
+  std::set<int> partitions;
+  for (const auto& m : messages) partitions.insert(m.partition);
+  EXPECT_EQ(partitions, std::set<int>{KafkaPartitionOf("p1", 3)});
+}
+
+TEST_F(PublisherTest, TombstonesWithPartitionKeysAreRefused) {
+  kafka_.tombstones = true;
+  auto p = Publisher::Start(store_.get(), kafka_, broker_->bootstrap(), true);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("kafka.message_key=item"), std::string::npos);
 }
 
 // A commit that lands between the publisher's last read and its head watch

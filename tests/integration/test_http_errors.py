@@ -4,9 +4,14 @@ Every case checks the error body {"error":{"code","message"}}, that the change
 feed head did not move, and that no item appeared.
 """
 
+import http.client
+import json
+import re
 import socket
+import threading
 import time
 import unittest
+import urllib.request
 import uuid
 
 from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, items_path, q
@@ -472,3 +477,123 @@ class SmallLimitsTest(_ErrorsBase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _proc_status(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError("no %s in /proc/%d/status" % (field, pid))
+
+
+def _map_count(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return sum(1 for _ in f)
+
+
+class AdminTasksTest(FeeddTestCase):
+    """Rebuild and verify run on a bounded executor (docs/processors.md): a
+    second one on the same processor is 409, more than
+    processors.max_admin_tasks at once 429, and neither threads nor their
+    stacks accumulate (each verify used to leave an unjoined thread whose
+    stack stayed mapped until shutdown: ~33,000 calls exhausted
+    vm.max_map_count)."""
+
+    def test_sequential_verifies_leave_nothing_behind(self):
+        daemon = FeeddDaemon(name="feedd-admin")
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        pid = daemon.proc.pid
+        path = "/v1/processors/feed/verify"
+        self.assertStatus(c.request("POST", path), 200, "warm-up verify")
+        maps, threads = _map_count(pid), _proc_status(pid, "Threads")
+        for i in range(300):
+            self.assertStatus(c.request("POST", path), 200, "verify #%d" % i)
+        grown = _map_count(pid) - maps
+        self.assertLess(grown, 100, "300 verifies added %d memory mappings" % grown)
+        self.assertLessEqual(_proc_status(pid, "Threads"), threads + 2)
+        daemon.stop()
+
+    def test_limits_and_a_clean_shutdown_during_a_long_verify(self):
+        # Processors fed by a Kafka that never answers, with a grace longer
+        # than the test: their verifies wait (30 s) for changes that cannot
+        # arrive, so they are still running while the test asks again.
+        from test_processors import DEFAULT_SETTINGS
+        settings = dict(DEFAULT_SETTINGS)
+        for name in ("usernames", "user_posts", "feed"):
+            settings["%s.kafka_grace_ms" % name] = "600000"
+        daemon = FeeddDaemon(name="feedd-admin-limits", extra_args=[
+            "--kafka.brokers=127.0.0.1:1", "--processors.max_admin_tasks=2"] + [
+            "--processor.%s=%s" % kv for kv in sorted(settings.items())])
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        self.assertStatus(c.create("posts", {
+            "id": "p1", "postId": "p1", "type": "post", "userId": "u1", "title": "t",
+            "content": "c", "creationDate": "2026-11-21T10:00:00Z"}), 201, "post")
+
+        answers = {}
+
+        def verify_in_background(name):
+            def run():
+                # Its own connection: daemon.stop() closes the harness' clients.
+                conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=90)
+                try:
+                    conn.request("POST", "/v1/processors/%s/verify" % name)
+                    resp = conn.getresponse()
+                    answers[name] = (resp.status, dict(resp.getheaders()),
+                                     json.loads(resp.read() or b"null"))
+                finally:
+                    conn.close()
+            t = threading.Thread(target=run, daemon=True)
+            t.start()
+            return t
+
+        def metrics():
+            with urllib.request.urlopen("http://%s/metrics" % daemon.ready["metrics"],
+                                        timeout=30) as r:
+                return r.read().decode()
+
+        def until_running(n):
+            """Until n admin tasks run (the background requests arrived)."""
+            deadline = time.monotonic() + 30
+            while not re.search(r"(?m)^feedd_admin_tasks_running %d$" % n, metrics()):
+                self.assertLess(time.monotonic(), deadline, "%d tasks never ran" % n)
+                time.sleep(0.05)
+
+        background = [verify_in_background("feed")]
+        until_running(1)
+        self.assertError(c.request("POST", "/v1/processors/feed/verify"), 409,
+                         "operation_in_progress")
+        self.assertError(c.request("POST", "/v1/processors/feed/rebuild"), 409,
+                         "operation_in_progress")
+        background.append(verify_in_background("user_posts"))
+        until_running(2)
+        # Two run: a third processor's verify is over the limit.
+        self.assertError(c.request("POST", "/v1/processors/usernames/verify"), 429,
+                         "too_many_requests")
+        self.assertError(c.request("POST", "/v1/processors/usernames/rebuild"), 429,
+                         "too_many_requests")
+        threads = _proc_status(daemon.proc.pid, "Threads")
+        for _ in range(100):
+            self.assertError(c.request("POST", "/v1/processors/feed/verify"), 409,
+                             "operation_in_progress")
+        self.assertLessEqual(_proc_status(daemon.proc.pid, "Threads"), threads)
+        text = metrics()
+        self.assertRegex(text, r"(?m)^feedd_admin_tasks_running 2$")
+        self.assertRegex(text,
+                         r'(?m)^feedd_admin_tasks_refused_total\{reason="too_many"\} [1-9]')
+        self.assertRegex(text,
+                         r'(?m)^feedd_admin_tasks_refused_total\{reason="in_progress"\} [1-9]')
+
+        # SIGTERM while both verifies wait: they are answered 503, the
+        # daemon exits 0 (the harness checks) - not reading freed memory
+        # after the store is gone.
+        daemon.stop()
+        for t in background:
+            t.join(timeout=60)
+            self.assertFalse(t.is_alive())
+        for name in ("feed", "user_posts"):
+            self.assertError(answers[name], 503, "unavailable", name)

@@ -9,10 +9,15 @@ Against the embedded broker (the daemon's default, `kafka.brokers=embedded`):
     from the beginning with python3-kafka until idle. Every change of
     `/v1/changefeed?from=beginning` must be in Kafka exactly once, on topic
     `feedd.<container>`, keyed by its partition key (UTF-8), with the
-    feedd-lsn/-op/-container/-id headers, its value byte-equal to the
-    envelope `/v1/changefeed` serves, and LSNs strictly increasing per key
-    (and every key in a single Kafka partition);
+    feedd-lsn/-op/-container/-id/-partition-key headers, its value
+    byte-equal to the envelope `/v1/changefeed` serves, and LSNs strictly
+    increasing per partition key (and every partition key in a single Kafka
+    partition, the one murmur2 of the partition key names);
+  * the same with `kafka.message_key=item` and tombstones: keys are
+    ["<pk>","<id>"], a comment's tombstone does not share the key of its post;
   * the Debezium envelope with tombstones, field by field;
+  * --check-config rejects an unknown kafka.* key and tombstones keyed by
+    partition key;
   * a 1.9 MiB item (random hex, barely compressible) created and replaced:
     both changes arrive reference-only, the change after them arrives, and
     envelopesShrunk counts them;
@@ -33,13 +38,25 @@ import time
 import unittest
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.partitioner.default import murmur2
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
 
 TOPICS = ("feedd.users", "feedd.posts", "feedd.feed")
-HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id")
+HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id", "feedd-partition-key")
 PUBLISH_TIMEOUT_S = 60.0
 CONSUME_TIMEOUT_S = 60.0
+
+
+def item_key(pk, item_id):
+    """The message key of an item with kafka.message_key=item."""
+    return json.dumps([pk, item_id], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def partition_of(pk, partitions=3):
+    """The Kafka partition of a partition key (docs/kafka.md): the Java
+    client's murmur2, here python3-kafka's implementation."""
+    return (murmur2(pk.encode("utf-8")) & 0x7fffffff) % partitions
 
 
 def seed_from_env(var):
@@ -197,7 +214,7 @@ class Analysis:
     """Compares Kafka records with the change feed (native envelope)."""
 
     def __init__(self, messages, changes, low_watermarks=None, oldest_retained=1,
-                 check_values=True):
+                 check_values=True, message_key="partition_key"):
         self.by_lsn = collections.defaultdict(list)   # lsn -> [KMsg] (non-null values)
         self.tombstones = []
         self.problems = []                             # human-readable, one per bad record
@@ -227,15 +244,20 @@ class Analysis:
             change, raw = feed[lsn]
             exp = {
                 "topic": "feedd." + change["container"],
-                "key": change["partitionKey"].encode("utf-8"),
+                "key": (item_key(change["partitionKey"], change["id"]) if message_key == "item"
+                        else change["partitionKey"].encode("utf-8")),
+                "partition": partition_of(change["partitionKey"]),
                 "feedd-op": change["op"].encode(),
                 "feedd-container": change["container"].encode("utf-8"),
                 "feedd-id": change["id"].encode("utf-8"),
+                "feedd-partition-key": change["partitionKey"].encode("utf-8"),
             }
             got = {
-                "topic": m.topic, "key": m.key, "feedd-op": m.headers.get("feedd-op"),
+                "topic": m.topic, "key": m.key, "partition": m.partition,
+                "feedd-op": m.headers.get("feedd-op"),
                 "feedd-container": m.headers.get("feedd-container"),
                 "feedd-id": m.headers.get("feedd-id"),
+                "feedd-partition-key": m.headers.get("feedd-partition-key"),
             }
             for k in exp:
                 if exp[k] != got[k]:
@@ -254,11 +276,12 @@ class Analysis:
                     self.problems.append("%s LSN %d: value equal as JSON but not byte-equal to "
                                          "the /v1/changefeed envelope:\n  kafka %r\n  feed  %r"
                                          % (m.where(), lsn, m.value[:300], raw[:300]))
-        # Per key: one Kafka partition, LSNs strictly increasing in offset order.
+        # Per partition key (whatever the message key): one Kafka partition,
+        # LSNs strictly increasing in offset order.
         per_key = collections.defaultdict(list)
         for m in messages:
             if m.value is not None and m.lsn is not None:
-                per_key[(m.topic, m.key)].append(m)
+                per_key[(m.topic, m.headers.get("feedd-partition-key", m.key))].append(m)
         for key, ms in per_key.items():
             partitions = sorted({m.partition for m in ms})
             if len(partitions) > 1:
@@ -552,7 +575,7 @@ class KafkaDebeziumTest(FeeddTestCase):
 
     def setUp(self):
         self.daemon = FeeddDaemon(name="feedd-dbz", extra_args=[
-            "--kafka.envelope=debezium", "--kafka.tombstones=true",
+            "--kafka.envelope=debezium", "--kafka.tombstones=true", "--kafka.message_key=item",
             "--instance.name=%s" % self.INSTANCE])
         self.addCleanup(self.daemon.cleanup)
         self.daemon.start()
@@ -581,10 +604,11 @@ class KafkaDebeziumTest(FeeddTestCase):
         kafka_info_ok(self, info, bootstrap, "debezium")
         feed = {ch["lsn"]: ch for ch, _ in changes_with_raw(c, "posts")}
         messages, _ = consume_all(bootstrap, topics=("feedd.posts",))
-        mine = [m for m in messages if m.key == pk.encode("utf-8")]
+        mine = [m for m in messages if m.headers.get("feedd-partition-key") == pk.encode("utf-8")]
         self.assertEqual(len(mine), 5, "create, update, delete, tombstone, create: %r" % mine)
-        self.assertEqual(len({m.partition for m in mine}), 1, mine)
+        self.assertEqual({m.partition for m in mine}, {partition_of(pk)}, mine)
         mine.sort(key=lambda m: m.offset)
+        self.assertEqual([m.key for m in mine], [item_key(pk, "d1")] * 4 + [item_key(pk, "d2")])
         expect_ops = ["c", "u", "d", None, "c"]
         change_lsns = [lsns[0], lsns[1], lsns[2], lsns[2], lsns[3]]
         for m, op, lsn in zip(mine, expect_ops, change_lsns):
@@ -625,6 +649,83 @@ class KafkaDebeziumTest(FeeddTestCase):
         self.assertIsNone(delete["after"])
 
 
+class KafkaItemKeyTest(FeeddTestCase):
+    """kafka.message_key=item with tombstones: the issue's scenario (a deleted
+    comment's tombstone must not carry its post's key) and the mixed workload."""
+
+    def setUp(self):
+        self.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        self.daemon = FeeddDaemon(name="feedd-itemkey", extra_args=[
+            "--kafka.message_key=item", "--kafka.tombstones=true"])
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def test_keys_identify_items_and_partitions_follow_the_partition_key(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        post = {"id": "p1", "postId": "p1", "type": "post", "userId": "u1", "title": "Hi",
+                "commentCount": 0}
+        self.assertStatus(c.create("posts", post), 201, "post")
+        r = c.batch("posts", "p1", [
+            {"op": "create", "body": {"id": "c1", "postId": "p1", "type": "comment",
+                                      "userId": "u1", "content": "first"}},
+            {"op": "patch", "id": "p1",
+             "operations": [{"op": "incr", "path": "/commentCount", "value": 1}]}])
+        self.assertStatus(r, 200, "comment batch")
+        self.assertStatus(c.delete("posts", "p1", "c1"), 204, "delete the comment")
+        Workload(self, c, random.Random(self.seed)).run(150)
+        info = wait_published(self, c, what="item keys")
+        kafka_info_ok(self, info, bootstrap, "item keys")
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap)
+
+        posts = [m for m in messages if m.topic == "feedd.posts"
+                 and m.headers.get("feedd-partition-key") == b"p1"]
+        comment = [m for m in posts if m.headers.get("feedd-id") == b"c1"]
+        self.assertEqual([m.key for m in comment], [b'["p1","c1"]'] * 3,
+                         "create, delete, tombstone of c1: %r" % comment)
+        self.assertIsNone(comment[-1].value, "the last one is the tombstone: %r" % comment)
+        post_keys = {m.key for m in posts if m.headers.get("feedd-id") == b"p1"}
+        self.assertEqual(post_keys, {b'["p1","p1"]'})
+        self.assertNotIn(comment[-1].key, post_keys, "the tombstone would compact away the post")
+        self.assertEqual({m.partition for m in posts}, {partition_of("p1")}, posts)
+
+        a = Analysis(messages, changes, lows, message_key="item")
+        sys.stderr.write("\n  kafka vs feed (item keys): %s\n" % a.summary())
+        a.assert_exactly_once(self, "item keys")
+        deletes = [ch for ch, _ in changes if ch["op"] == "delete"]
+        self.assertEqual(len(a.tombstones), len(deletes), "one tombstone per delete")
+        for t in a.tombstones:
+            pk = t.headers["feedd-partition-key"].decode("utf-8")
+            self.assertEqual(t.key, item_key(pk, t.headers["feedd-id"].decode("utf-8")), t)
+            self.assertEqual(t.partition, partition_of(pk), t)
+
+
+class KafkaConfigCheckTest(unittest.TestCase):
+    """Kafka settings that cannot work fail --check-config (exit 2), naming
+    the key, rather than passing it and failing at start."""
+
+    def check_config(self, *args):
+        binary = os.environ.get("FEEDD_BIN")
+        self.assertTrue(binary and os.access(binary, os.X_OK), "FEEDD_BIN: %r" % binary)
+        return subprocess.run([binary, "--check-config"] + list(args), capture_output=True,
+                              text=True, timeout=60)
+
+    def test_unknown_kafka_key(self):
+        proc = self.check_config("--kafka.max_inflight_bytes=1000")
+        self.assertEqual(proc.returncode, 2, proc)
+        self.assertIn("kafka.max_inflight_bytes", proc.stderr)
+        proc = self.check_config("--kafka.linger.ms=5")
+        self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+
+    def test_tombstones_need_item_keys(self):
+        proc = self.check_config("--kafka.tombstones=true")
+        self.assertEqual(proc.returncode, 2, proc)
+        self.assertIn("kafka.message_key=item", proc.stderr)
+        proc = self.check_config("--kafka.tombstones=true", "--kafka.message_key=item")
+        self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+
+
 class KafkaLargeItemTest(FeeddTestCase):
     def setUp(self):
         self.daemon = FeeddDaemon(name="feedd-large")
@@ -655,7 +756,8 @@ class KafkaLargeItemTest(FeeddTestCase):
         kafka_info_ok(self, info, bootstrap, "large item")
         feed = {ch["lsn"]: ch for ch, _ in changes_with_raw(c)}
         messages, _ = consume_all(bootstrap, topics=("feedd.posts",))
-        mine = sorted((m for m in messages if m.key == pk.encode()), key=lambda m: m.offset)
+        mine = sorted((m for m in messages if m.headers.get("feedd-partition-key") == pk.encode()),
+                      key=lambda m: m.offset)
         self.assertEqual([m.lsn for m in mine], lsns, "each change once, in order: %r" % mine)
         shrunk = 0
         for m, lsn, op, body in zip(mine[:2], lsns, ("create", "replace"), (b1, b2)):

@@ -25,6 +25,7 @@ import random
 import re
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -41,7 +42,7 @@ CONVERGE_TIMEOUT_S = 180.0
 
 
 class Worker:
-    def __init__(self, daemon, name, extra_args=()):
+    def __init__(self, daemon, name, extra_args=(), extra_env=None):
         self.name = name
         self.log_path = os.path.join(daemon.workdir, name + ".log")
         self.cmd = [daemon.binary, "worker"] + daemon_settings() + [
@@ -50,7 +51,10 @@ class Worker:
             # A dead member is noticed within seconds (the default is 45 s).
             "--kafka.session.timeout.ms=6000", "--kafka.heartbeat.interval.ms=500",
         ] + list(extra_args)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FEEDD_")}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("FEEDD_") and k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC",
+                                                            "WATCHDOG_PID")}
+        env.update(extra_env or {})
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=out, env=env, close_fds=True)
@@ -299,6 +303,48 @@ class WorkerTest(FeeddTestCase):
                            w.metric("feedd_worker_apply_errors_total", "user_posts"), 0,
                            "the crash went unnoticed: the test did not test anything")
         self.assertEqual(w.stop(), 0, w.logs())
+
+    def test_worker_speaks_sd_notify(self):
+        """configs/feedd-worker@.service is Type=notify with WatchdogSec: the
+        worker sends READY=1 once it runs, WATCHDOG=1 every WATCHDOG_USEC/2,
+        and STOPPING=1 on SIGTERM, all from its own pid."""
+        self.daemon.start()
+        notify_path = os.path.join(self.daemon.workdir, "notify.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(sock.close)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        sock.bind(notify_path)
+        received = []  # (fields, sender pid)
+
+        def receive_until(key, timeout):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                sock.settimeout(max(0.01, min(0.5, deadline - time.monotonic())))
+                try:
+                    data, anc, _, _ = sock.recvmsg(4096, socket.CMSG_SPACE(12))
+                except socket.timeout:
+                    continue
+                pid = None
+                for level, kind, payload in anc:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                        pid = struct.unpack("iII", payload[:12])[0]
+                fields = dict(line.partition("=")[::2]
+                              for line in data.decode().split("\n") if line)
+                received.append((fields, pid))
+                if key in fields:
+                    return fields
+            self.fail("no %s= within %.0f s; received %r" % (key, timeout, received))
+
+        w = Worker(self.daemon, "worker-notify",
+                   extra_env={"NOTIFY_SOCKET": notify_path, "WATCHDOG_USEC": "2000000"})
+        self.workers.append(w)
+        self.assertEqual(receive_until("READY", 60)["READY"], "1", w.logs())
+        for _ in range(2):  # every second (half of WATCHDOG_USEC)
+            self.assertEqual(receive_until("WATCHDOG", 5)["WATCHDOG"], "1", w.logs())
+        w.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(receive_until("STOPPING", 30)["STOPPING"], "1")
+        self.assertEqual(w.proc.wait(timeout=60), 0, w.logs())
+        self.assertEqual({pid for _, pid in received}, {w.proc.pid})
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()

@@ -141,6 +141,11 @@ class WorkerUnitFileTest(unittest.TestCase):
         self.assertEqual(d["ExecStart"], ["/usr/bin/feedd worker --config /etc/feedd/feedd.conf "
                                           "--worker.metrics_listen 127.0.0.1:%i"])
         self.assertEqual(d["RestartPreventExitStatus"], ["2"])
+        # Like feedd.service: readiness and liveness reported over sd_notify.
+        self.assertEqual(d["Type"], ["notify"])
+        self.assertEqual(d["NotifyAccess"], ["main"])
+        self.assertEqual(d["WatchdogSec"], ["30"])
+        self.assertEqual(d["Restart"], ["on-failure"])
 
 
 if __name__ == "__main__":

@@ -741,7 +741,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
   for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
     if (key.rfind("usernames.", 0) != 0) settings[key] = value;
   }
-  auto manager = ProcessorManager::Create(store_.get(), settings, std::nullopt);
+  auto manager = ProcessorManager::Create(store_.get(), settings, std::nullopt, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_EQ((*manager)->instances().size(), 2u);
   ASSERT_TRUE(IsOk((*manager)->Start()));
@@ -754,7 +754,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
 
 TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
   auto manager =
-      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), std::nullopt);
+      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), std::nullopt, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_EQ((*manager)->instances().size(), 3u);
   ASSERT_TRUE(IsOk((*manager)->Start()));

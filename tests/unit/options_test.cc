@@ -271,6 +271,43 @@ TEST_F(OptionsTest, KafkaAndProcessorKeysArePassedThrough) {
             (std::map<std::string, std::string>{{"views.kind", "copy"}}));
 }
 
+// A pass-through key librdkafka does not know used to pass --check-config and
+// then stop the daemon at start (exit 1, a restart loop under systemd).
+TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
+  args_ = {"--check-config", "--kafka.max_inflight_bytes=1000"};
+  ExpectError("kafka.max_inflight_bytes");
+  args_.clear();
+  UseConfigFile("[kafka]\nlinger.ms = 5\nno.such.property = 1\n");
+  ExpectError("invalid option kafka.no.such.property");
+  args_ = {"--kafka.linger.ms=soon"};  // a known property with a bad value
+  ExpectError("kafka.linger.ms");
+}
+
+TEST_F(OptionsTest, MessageKeyAndTombstones) {
+  EXPECT_EQ(LoadOk().kafka.message_key, MessageKey::kPartitionKey);
+  args_ = {"--kafka.message_key=item", "--kafka.tombstones=true"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.kafka.message_key, MessageKey::kItem);
+  EXPECT_TRUE(config.kafka.tombstones);
+  args_ = {"--kafka.message_key=id"};
+  ExpectError("kafka.message_key");
+  // Tombstones keyed by partition key would compact away whole partitions.
+  args_ = {"--kafka.tombstones=true"};
+  ExpectError("kafka.message_key=item");
+  args_ = {"--check-config", "--kafka.tombstones=true", "--kafka.message_key=partition_key"};
+  ExpectError("kafka.tombstones");
+}
+
+TEST_F(OptionsTest, MaxAdminTasks) {
+  EXPECT_EQ(LoadOk().processors_max_admin_tasks, 2u);
+  args_ = {"--processors.max_admin_tasks=5"};
+  EXPECT_EQ(LoadOk().processors_max_admin_tasks, 5u);
+  args_ = {"--processors.max_admin_tasks=0"};
+  ExpectError("processors.max_admin_tasks");
+  args_ = {"--processors.max_admin_tasks=65"};
+  ExpectError("processors.max_admin_tasks");
+}
+
 TEST_F(OptionsTest, MissingConfigFile) {
   args_ = {"--config=/nonexistent/feedd.conf"};
   ExpectError("cannot open config file /nonexistent/feedd.conf");
