@@ -117,6 +117,8 @@ class QueryRun {
       : db_(db), c_(c), spec_(spec), cont_(std::move(cont)) {
     snapshot_ = db_->db()->GetSnapshot();
     read_options_.snapshot = snapshot_;
+    for (const FieldFilter& f : spec_.filters) filter_paths_.push_back(PathOf(f.path));
+    if (spec_.order_by) order_path_ = PathOf(*spec_.order_by);
   }
   ~QueryRun() { db_->db()->ReleaseSnapshot(snapshot_); }
 
@@ -221,15 +223,22 @@ class QueryRun {
       partitions_.insert(last_pk_);
     }
     if (Status s = CheckBudget(); !s.ok()) return s;
-    // Filters and the sort value are read from the item's text: only the
-    // fields the query names are parsed, into an arena reused item after item.
+    // Filters and the sort value are read from the item's text: the
+    // top-level members they name are found in one pass, and only their
+    // values are parsed, into an arena reused item after item.
     scratch_ = nullptr;
     parse_arena_.release();
-    for (const auto& f : spec_.filters) {
+    if (!members_.empty() &&
+        FindJsonMembers(json, members_, &member_values_) == JsonScan::kMalformed) {
+      return CorruptItem();
+    }
+    for (size_t i = 0; i < spec_.filters.size(); ++i) {
       std::string_view raw;
-      JsonScan found = FindJsonValue(json, f.path.tokens(), &raw);
+      JsonScan found = Find(json, filter_paths_[i], spec_.filters[i].path, &raw);
       if (found == JsonScan::kMalformed) return CorruptItem();
-      if (found == JsonScan::kMissing || !RawEquals(raw, f.value)) return Status::Ok();
+      if (found == JsonScan::kMissing || !RawEquals(raw, spec_.filters[i].value)) {
+        return Status::Ok();
+      }
     }
     if (!spec_.order_by) {
       if (!result_.items.empty() && OverPageBytes(page_bytes_ + json.size())) {
@@ -246,7 +255,7 @@ class QueryRun {
       return Status::Ok();
     }
     std::string_view raw;
-    JsonScan found = FindJsonValue(json, spec_.order_by->tokens(), &raw);
+    JsonScan found = Find(json, order_path_, *spec_.order_by, &raw);
     if (found == JsonScan::kMalformed) return CorruptItem();
     const boost::json::value* sort_value = nullptr;
     if (found == JsonScan::kFound) {
@@ -336,6 +345,37 @@ class QueryRun {
     return Status::Ok();
   }
 
+  // Where a path's value is read from: a top-level member of members_ and
+  // the tokens below it, or (member < 0, the root) the whole item.
+  struct MemberPath {
+    int member = -1;
+    std::vector<std::string> rest;
+  };
+
+  MemberPath PathOf(const JsonPointer& pointer) {
+    MemberPath path;
+    const std::vector<std::string>& tokens = pointer.tokens();
+    if (tokens.empty()) return path;
+    auto it = std::find(members_.begin(), members_.end(), tokens[0]);
+    path.member = static_cast<int>(it - members_.begin());
+    if (it == members_.end()) members_.push_back(tokens[0]);
+    path.rest.assign(tokens.begin() + 1, tokens.end());
+    return path;
+  }
+
+  // The value at `pointer` in the item `json`, after FindJsonMembers().
+  JsonScan Find(std::string_view json, const MemberPath& path, const JsonPointer& pointer,
+                std::string_view* raw) const {
+    if (path.member < 0) return FindJsonValue(json, pointer.tokens(), raw);
+    const std::optional<std::string_view>& value = member_values_[path.member];
+    if (!value) return JsonScan::kMissing;
+    if (path.rest.empty()) {
+      *raw = *value;
+      return JsonScan::kFound;
+    }
+    return FindJsonValue(*value, path.rest, raw);
+  }
+
   Status CorruptItem() const {
     return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c_.spec.name);
   }
@@ -389,6 +429,10 @@ class QueryRun {
   const rocksdb::Snapshot* snapshot_;
   rocksdb::ReadOptions read_options_;
   const IndexHandle* index_ = nullptr;
+  std::vector<std::string> members_;      // top-level members the query reads
+  std::vector<MemberPath> filter_paths_;  // one per filter
+  MemberPath order_path_;
+  std::vector<std::optional<std::string_view>> member_values_;  // of the current item
   QueryResult result_;
   // Filter and sort values parse without touching the heap; release() keeps it.
   unsigned char parse_buffer_[4096];
