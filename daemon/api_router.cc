@@ -167,7 +167,8 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
     : store_(store),
       options_(std::move(options)),
       io_(io),
-      containers_json_(ContainersJson(store->containers())) {}
+      containers_json_(ContainersJson(store->containers())),
+      queries_(options_.query_threads, options_.query_max_queued) {}
 
 ApiRouter::~ApiRouter() = default;
 

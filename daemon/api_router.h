@@ -10,8 +10,9 @@
 //   Handle() runs on the I/O threads and never blocks on a write: writes go
 //   through DocumentStore::Submit() and are answered from the commit
 //   thread's callback after a hop back to an I/O thread (building a response
-//   is kept off the commit thread). Point reads and queries run on the I/O
-//   thread. A change-feed long poll parks on an Asio timer plus
+//   is kept off the commit thread). Point reads run on the I/O thread;
+//   queries on the QueryExecutor's threads, so that slow queries cannot
+//   starve health checks and point reads. A change-feed long poll parks on an Asio timer plus
 //   DocumentStore::OnHeadReached(), never on a thread.
 //
 // Ownership
@@ -32,9 +33,11 @@
 #include <vector>
 
 #include "daemon/http_handler.h"
+#include "daemon/query_executor.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
+#include "storage/query.h"
 
 namespace boost::asio {
 class io_context;
@@ -54,6 +57,15 @@ class ApiRouter : public HttpHandler {
     // The processors, or nullptr when there are none. Not owned; stopped
     // after the HTTP server.
     ProcessorManager* processors = nullptr;
+    // Bounds of one API query (query.* options); QueryLimits{} is unbounded.
+    QueryLimits query_limits;
+    // A /v1/changefeed page ends before its envelopes pass this many bytes
+    // (feed.max_page_bytes); 0: no limit.
+    uint64_t feed_max_page_bytes = 0;
+    // Queries run on their own threads (daemon/query_executor.h): this many
+    // (query.threads), with at most query_max_queued waiting (query.max_queued).
+    size_t query_threads = 2;
+    size_t query_max_queued = 64;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
@@ -123,6 +135,8 @@ class ApiRouter : public HttpHandler {
   boost::asio::io_context& io_;
   const std::string containers_json_;  // the answer of GET /v1/containers
   std::atomic<bool> stopping_{false};
+
+  QueryExecutor queries_;
 
   std::mutex polls_mu_;
   std::unordered_map<ChangeFeedPoll*, std::weak_ptr<ChangeFeedPoll>>

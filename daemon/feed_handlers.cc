@@ -140,6 +140,7 @@ void ApiRouter::ChangeFeed(std::string_view query, Responder responder) {
   FeedReadSpec spec;
   spec.container = params->container;
   spec.limit = params->limit;
+  spec.max_bytes = options_.feed_max_page_bytes;
   switch (params->start) {
     case FeedStart::kBeginning:
       spec.from = store_->OldestRetainedLsn();
@@ -179,6 +180,7 @@ void ApiRouter::OnServerStopping() {
     }
   }
   for (auto& poll : polls) poll->Wake();
+  queries_.Stop();  // queued queries answer 503; running ones finish
 }
 
 void ApiRouter::FeedInfo(Responder responder) {

@@ -146,6 +146,10 @@ int Run(const DaemonConfig& config) {
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
   router_options.processors = processors.get();
+  router_options.query_limits = config.query_limits;
+  router_options.feed_max_page_bytes = config.feed_max_page_bytes;
+  router_options.query_threads = config.query_threads;
+  router_options.query_max_queued = config.query_max_queued;
   ApiRouter router(store.get(), router_options, http.io_context());
   HttpProbe http_probe(metrics.registry());
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);

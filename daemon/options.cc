@@ -164,6 +164,40 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 100, 3600000, &c.store.retention_interval_ms);
      }},
+    {"feed.max_page_bytes", "16777216",
+     "a /v1/changefeed page ends before its changes pass this many bytes; it always holds at "
+     "least one change (1024..1073741824)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 1024 * kMiB, &c.feed_max_page_bytes);
+     }},
+    {"query.max_filters", "16", "filters one query may have; more is query_too_expensive (1..1024)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 1024, &c.query_limits.max_filters);
+     }},
+    {"query.max_items_read", "100000",
+     "items plus index entries one query page may read; more is query_too_expensive "
+     "(1..1000000000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 1000000000, &c.query_limits.max_items_read);
+     }},
+    {"query.max_bytes_read", "67108864",
+     "bytes one query page may read; more is query_too_expensive (1024..1099511627776)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 1024 * 1024 * kMiB, &c.query_limits.max_bytes_read);
+     }},
+    {"query.max_page_bytes", "16777216",
+     "a query page ends before its items pass this many bytes; it always holds at least one "
+     "item (1024..1073741824)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 1024 * kMiB, &c.query_limits.max_page_bytes);
+     }},
+    {"query.threads", "2", "threads that run queries, apart from the HTTP I/O threads (1..64)",
+     [](std::string_view v, DaemonConfig& c) { return ParseUintInto(v, 1, 64, &c.query_threads); }},
+    {"query.max_queued", "64",
+     "queries waiting for a query thread, at most; more is 429 too_many_requests (1..100000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 100000, &c.query_max_queued);
+     }},
     {"http.listen", "127.0.0.1:8080", "HTTP API address HOST:PORT (port 0 picks a free port)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.http_listen); }},
     {"http.threads", "2", "HTTP I/O threads (1..64)",

@@ -26,6 +26,7 @@
 
 #include "daemon/host_port.h"
 #include "feed/kafka_options.h"
+#include "storage/query.h"
 #include "storage/store_options.h"
 #include "util/logging.h"
 #include "util/status.h"
@@ -36,7 +37,11 @@ namespace feedd {
 struct DaemonConfig {
   std::string config_file;  // --config, "" when none
 
-  StoreOptions store;  // storage.*, feed.* and the containers
+  StoreOptions store;                // storage.*, feed.* and the containers
+  uint64_t feed_max_page_bytes = 0;  // feed.max_page_bytes
+  QueryLimits query_limits;          // query.max_*
+  uint32_t query_threads = 0;        // query.threads
+  uint32_t query_max_queued = 0;     // query.max_queued
 
   HostPort http_listen;
   uint32_t http_threads = 0;

@@ -42,8 +42,19 @@ Result<ReadAfter> ParseReadAfter(const HttpRequest& request) {
   return out;
 }
 
+// {"itemsRead":n,...}: what a query cost, in a page and in a
+// query_too_expensive error.
+std::string CostJson(const QueryCost& cost, bool cached) {
+  std::string out = R"({"itemsRead":)" + std::to_string(cost.items_read);
+  out += R"(,"indexEntriesRead":)" + std::to_string(cost.index_entries_read);
+  out += R"(,"bytesRead":)" + std::to_string(cost.bytes_read);
+  out += R"(,"partitionsScanned":)" + std::to_string(cost.partitions_scanned);
+  out += cached ? R"(,"cached":true})" : R"(,"cached":false})";
+  return out;
+}
+
 std::string QueryResponseJson(const QueryResult& result) {
-  size_t size = 128;
+  size_t size = 192;
   for (const std::string& item : result.items) size += item.size() + 1;
   std::string body;
   body.reserve(size);
@@ -54,12 +65,19 @@ std::string QueryResponseJson(const QueryResult& result) {
   }
   body += R"(],"continuation":)";
   body += result.continuation ? JsonString(*result.continuation) : "null";
-  body += R"(,"cost":{"itemsRead":)" + std::to_string(result.cost.items_read);
-  body += R"(,"indexEntriesRead":)" + std::to_string(result.cost.index_entries_read);
-  body += R"(,"bytesRead":)" + std::to_string(result.cost.bytes_read);
-  body += R"(,"partitionsScanned":)" + std::to_string(result.cost.partitions_scanned);
-  body += result.cached ? R"(,"cached":true}})" : R"(,"cached":false}})";
+  body += R"(,"cost":)" + CostJson(result.cost, result.cached) + "}";
   return body;
+}
+
+// The error body, plus "cost" (what the query read before it was stopped)
+// for query_too_expensive.
+HttpResponse QueryErrorResponse(const Status& status, const QueryCost& spent) {
+  HttpResponse response = ErrorResponse(status);
+  if (status.code() == ErrorCode::kQueryTooExpensive) {
+    response.body.resize(response.body.size() - 2);  // "}}"
+    response.body += R"(,"cost":)" + CostJson(spent, false) + "}}";
+  }
+  return response;
 }
 
 }  // namespace
@@ -96,13 +114,28 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   }
   Result<QuerySpec> query = ParseQuerySpec(*body);
   if (!query.ok()) return responder.Send(ErrorResponse(query.status()));
+  query->limits = options_.query_limits;
 
+  // The query itself runs on a query thread, never on an I/O thread.
   auto run = [this, container = spec.name, query = std::move(*query),
               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
-    Result<QueryResult> result = store_->Query(container, query);
-    if (!result.ok()) return pending->Send(ErrorResponse(result.status()));
-    pending->Send(JsonResponse(200, QueryResponseJson(*result)));
+    bool queued = queries_.Submit([this, container, query, pending](bool cancelled) {
+      if (cancelled) {
+        return pending->Send(
+            ErrorResponse(Status(ErrorCode::kUnavailable, "the daemon is shutting down")));
+      }
+      QueryCost spent;
+      Result<QueryResult> result = store_->Query(container, query, &spent);
+      if (!result.ok()) return pending->Send(QueryErrorResponse(result.status(), spent));
+      pending->Send(JsonResponse(200, QueryResponseJson(*result)));
+    });
+    if (queued) return;
+    pending->Send(ErrorResponse(
+        stopping_ ? Status(ErrorCode::kUnavailable, "the daemon is shutting down")
+                  : Status(ErrorCode::kTooManyRequests,
+                           "query.max_queued (" + std::to_string(options_.query_max_queued) +
+                               ") queries are already waiting; retry later")));
   };
   if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, run);
   run(Status::Ok());

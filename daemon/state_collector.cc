@@ -97,6 +97,17 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(stats.query_cache_misses), {{"outcome", "miss"}});
   f.Gauge("feedd_query_cache_bytes", "Memory held by kept query answers, bytes",
           static_cast<double>(stats.query_cache_bytes));
+  const char* help_rejected = "Queries refused or stopped by their limits (query.*), by reason";
+  f.Counter("feedd_query_rejected_total", help_rejected,
+            static_cast<double>(stats.queries_too_many_filters), {{"reason", "too_many_filters"}});
+  f.Counter("feedd_query_rejected_total", help_rejected,
+            static_cast<double>(stats.queries_over_budget), {{"reason", "over_budget"}});
+  f.Counter("feedd_query_pages_cut_total",
+            "Query pages ended before their limit by query.max_page_bytes",
+            static_cast<double>(stats.query_pages_cut));
+  f.Counter("feedd_feed_pages_cut_total",
+            "Change-feed pages ended before their limit by feed.max_page_bytes",
+            static_cast<double>(stats.feed_pages_cut));
   f.Counter("feedd_rocksdb_churn_flushes_total",
             "Memtable flushes of containers whose recent writes were mostly deletes and overwrites",
             static_cast<double>(stats.churn_flushes));

@@ -89,6 +89,7 @@ void ChangeFeed::Stop() {
 
 Status ChangeFeed::Read(const FeedReadSpec& spec, FeedPage* page) const {
   page->records.clear();
+  page->cut_by_bytes = false;
   const Lsn head = head_();
   const Lsn oldest = truncated_before_.load();
   if (spec.from < oldest) {
@@ -105,6 +106,7 @@ Status ChangeFeed::Read(const FeedReadSpec& spec, FeedPage* page) const {
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(ro, db_->feed()));
   size_t scanned = 0;
+  uint64_t page_bytes = 0;
   for (it->Seek(kf::FeedKey(spec.from)); it->Valid(); it->Next()) {
     if (page->records.size() >= spec.limit || scanned >= spec.max_scanned) break;
     ++scanned;
@@ -112,14 +114,26 @@ Status ChangeFeed::Read(const FeedReadSpec& spec, FeedPage* page) const {
     if (!kf::DecodeFeedKey(it->key().ToStringView(), &lsn)) {
       return Status(ErrorCode::kStorageError, "corrupt change-feed key");
     }
-    page->next = lsn + 1;
     if (spec.container) {
       std::string_view container;
       if (!kf::PeekFeedContainer(it->value().ToStringView(), &container)) {
         return Status(ErrorCode::kStorageError, "corrupt change record " + std::to_string(lsn));
       }
-      if (container != *spec.container) continue;
+      if (container != *spec.container) {
+        page->next = lsn + 1;
+        continue;
+      }
     }
+    // The stored value holds the envelope plus a small header: a page that
+    // would pass max_bytes ends before this record, which the next starts with.
+    const uint64_t value_bytes = it->value().size();
+    if (spec.max_bytes != 0 && !page->records.empty() &&
+        page_bytes + value_bytes > spec.max_bytes) {
+      page->cut_by_bytes = true;
+      break;
+    }
+    page_bytes += value_bytes;
+    page->next = lsn + 1;
     ChangeRecord record;
     record.lsn = lsn;
     if (!kf::DecodeFeedValue(it->value().ToStringView(), &record)) {

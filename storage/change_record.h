@@ -34,11 +34,15 @@ struct FeedReadSpec {
   size_t limit = 100;                    // at most this many records
   std::optional<std::string> container;  // only this container's changes
   size_t max_scanned = 10000;            // stop after visiting this many records
+  // Stop before the page's envelopes exceed this many bytes; a page always
+  // holds at least one record, so a reader never gets stuck. 0: no limit.
+  uint64_t max_bytes = 0;
 };
 
 struct FeedPage {
   std::vector<ChangeRecord> records;
-  Lsn next = 1;  // where the next read should start
+  Lsn next = 1;               // where the next read should start
+  bool cut_by_bytes = false;  // the page ended at spec.max_bytes
 };
 
 }  // namespace feedd

@@ -65,20 +65,27 @@ class RocksDocumentStore final : public DocumentStore {
     return Status::Ok();
   }
 
-  Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const override {
+  Result<QueryResult> Query(std::string_view container, const QuerySpec& spec,
+                            QueryCost* spent) const override {
+    if (spent != nullptr) *spent = QueryCost();
     const ContainerHandle* c = db_->Find(container);
     if (c == nullptr) return ContainerNotFound(container);
-    if (!cache_.enabled() || !spec.partition_key) return queries_.Run(*c, spec);
+    if (Status s = QueryEngine::Admit(spec); !s.ok()) {
+      if (s.code() == ErrorCode::kQueryTooExpensive) ++queries_too_many_filters_;
+      return s;
+    }
+    if (!cache_.enabled() || !spec.partition_key) return RunQuery(*c, spec, spent);
     const size_t index = c->index;
     std::string key = QueryCache::Key(index, spec);
     if (auto kept = cache_.Find(key, index, *spec.partition_key)) {
       QueryResult result = *kept;
       result.cached = true;
+      if (spent != nullptr) *spent = result.cost;
       return result;
     }
     const uint64_t generation =
         cache_.Generation(index, *spec.partition_key);  // before the snapshot
-    Result<QueryResult> result = queries_.Run(*c, spec);
+    Result<QueryResult> result = RunQuery(*c, spec, spent);
     if (result.ok()) cache_.Insert(std::move(key), index, *spec.partition_key, generation, *result);
     return result;
   }
@@ -107,7 +114,9 @@ class RocksDocumentStore final : public DocumentStore {
   Lsn HeadLsn() const override { return pipeline_.head(); }
   Lsn OldestRetainedLsn() const override { return feed_.oldest_retained(); }
   Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const override {
-    return feed_.Read(spec, page);
+    Status s = feed_.Read(spec, page);
+    if (s.ok() && page->cut_by_bytes) ++feed_pages_cut_;
+    return s;
   }
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn) override {
     return pipeline_.OnHeadReached(lsn, std::move(fn));
@@ -151,6 +160,10 @@ class RocksDocumentStore final : public DocumentStore {
     stats.query_cache_hits = cache_.hits();
     stats.query_cache_misses = cache_.misses();
     stats.query_cache_bytes = cache_.bytes();
+    stats.queries_too_many_filters = queries_too_many_filters_.load();
+    stats.queries_over_budget = queries_over_budget_.load();
+    stats.query_pages_cut = query_pages_cut_.load();
+    stats.feed_pages_cut = feed_pages_cut_.load();
     const auto& containers = db_->containers();
     for (size_t i = 0; i < containers.size(); ++i) {
       stats.changes_by_container[containers[i].spec.name] = pipeline_.changes_of(i);
@@ -202,6 +215,18 @@ class RocksDocumentStore final : public DocumentStore {
   }
 
  private:
+  // The engine, counting what its limits did.
+  Result<QueryResult> RunQuery(const ContainerHandle& c, const QuerySpec& spec,
+                               QueryCost* spent) const {
+    Result<QueryResult> result = queries_.Run(c, spec, spent);
+    if (!result.ok()) {
+      if (result.status().code() == ErrorCode::kQueryTooExpensive) ++queries_over_budget_;
+    } else if (result->cut_by_bytes) {
+      ++query_pages_cut_;
+    }
+    return result;
+  }
+
   static Status ContainerNotFound(std::string_view name) {
     return Status(ErrorCode::kContainerNotFound,
                   "container '" + std::string(name) + "' does not exist");
@@ -214,6 +239,10 @@ class RocksDocumentStore final : public DocumentStore {
   CommitPipeline pipeline_;
   ChangeFeed feed_;
   QueryEngine queries_;
+  mutable std::atomic<uint64_t> queries_too_many_filters_{0};
+  mutable std::atomic<uint64_t> queries_over_budget_{0};
+  mutable std::atomic<uint64_t> query_pages_cut_{0};
+  mutable std::atomic<uint64_t> feed_pages_cut_{0};
   std::mutex close_mutex_;
   std::atomic<bool> closed_{false};
 };

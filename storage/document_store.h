@@ -58,6 +58,10 @@ struct StoreStats {
   uint64_t query_cache_hits = 0;
   uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
   uint64_t query_cache_bytes = 0;
+  uint64_t queries_too_many_filters = 0;  // refused for query.max_filters
+  uint64_t queries_over_budget = 0;       // stopped at query.max_items_read / max_bytes_read
+  uint64_t query_pages_cut = 0;           // query pages ended by query.max_page_bytes
+  uint64_t feed_pages_cut = 0;            // change-feed pages ended by feed.max_page_bytes
   // Committed changes per container, by op (create, replace, delete).
   std::map<std::string, std::array<uint64_t, 3>> changes_by_container;
 };
@@ -99,7 +103,11 @@ class DocumentStore {
   virtual Status Read(std::string_view container, std::string_view partition_key,
                       std::string_view id, std::string* item_json,
                       Lsn* item_lsn = nullptr) const = 0;
-  virtual Result<QueryResult> Query(std::string_view container, const QuerySpec& spec) const = 0;
+  // Runs a query within spec.limits (storage/query_engine.h). *spent, when
+  // given, is set to what it cost, also when it fails (query_too_expensive
+  // reports the cost so far).
+  virtual Result<QueryResult> Query(std::string_view container, const QuerySpec& spec,
+                                    QueryCost* spent = nullptr) const = 0;
   // Queues `request`; `done` runs exactly once with the outcome.
   virtual void Submit(WriteRequest request, WriteCallback done) = 0;
   // Submit() and wait.

@@ -155,6 +155,48 @@ JsonScan EnterElement(Cursor& c, size_t index) {
 
 }  // namespace
 
+JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& names,
+                         std::vector<std::optional<std::string_view>>* values) {
+  values->assign(names.size(), std::nullopt);
+  Cursor c(json);
+  c.SkipWhitespace();
+  if (c.AtEnd()) return JsonScan::kMalformed;
+  if (c.Peek() != '{') return c.SkipValue() ? JsonScan::kMissing : JsonScan::kMalformed;
+  c.Expect('{');
+  c.SkipWhitespace();
+  if (!c.AtEnd() && c.Peek() == '}') return JsonScan::kFound;
+  for (size_t left = names.size(); left > 0;) {
+    c.SkipWhitespace();
+    std::string_view content;
+    bool escaped;
+    if (!c.String(&content, &escaped) || !c.Expect(':')) return JsonScan::kMalformed;
+    size_t wanted = names.size();  // the index of this member's name, if any
+    for (size_t i = 0; i < names.size() && wanted == names.size(); ++i) {
+      bool ok = true;
+      if (!(*values)[i] && NameEquals(content, escaped, names[i], &ok)) wanted = i;
+      if (!ok) return JsonScan::kMalformed;
+    }
+    c.SkipWhitespace();
+    const size_t start = c.pos();
+    JsonScan next = SkipToNext(c, '}');
+    if (next == JsonScan::kMalformed) return next;
+    if (wanted != names.size()) {
+      std::string_view value = json.substr(start, c.pos() - start);
+      // SkipToNext stopped at '}' or after ','; the value's text ends before
+      // the whitespace and that character.
+      if (next == JsonScan::kFound) value.remove_suffix(1);  // the ','
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\n' ||
+                                value.back() == '\r' || value.back() == '\t')) {
+        value.remove_suffix(1);
+      }
+      (*values)[wanted] = value;
+      --left;
+    }
+    if (next == JsonScan::kMissing) break;  // the object ended
+  }
+  return JsonScan::kFound;
+}
+
 JsonScan FindJsonValue(std::string_view json, const std::vector<std::string>& tokens,
                        std::string_view* value) {
   Cursor c(json);

@@ -6,6 +6,7 @@
 // Thread-safety: a free function, no shared state.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,5 +28,16 @@ enum class JsonScan {
 // scan skips is checked only as far as needed to find where it ends.
 JsonScan FindJsonValue(std::string_view json, const std::vector<std::string>& tokens,
                        std::string_view* value);
+
+// One pass over the members of the top-level object of `json`: for every
+// member whose name is names[i] (the first member of a name wins),
+// (*values)[i] is set to its value's text as FindJsonValue would give it;
+// names not found leave their entry unset. The scan stops once every name is
+// found, so a query with many filters reads an item once instead of once per
+// filter. kFound when `json` is an object (whatever was found), kMissing when
+// it is another value, kMalformed when the text the scan visited is not JSON.
+// REQUIRES: values != nullptr; names has no duplicates.
+JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& names,
+                         std::vector<std::optional<std::string_view>>* values);
 
 }  // namespace feedd

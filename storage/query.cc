@@ -83,7 +83,8 @@ std::string CanonicalQueryText(const QuerySpec& spec) {
                                                     : boost::json::value(nullptr)},
                           {"desc", spec.descending},
                           {"limit", spec.limit},
-                          {"cont", spec.continuation}};
+                          {"cont", spec.continuation},
+                          {"pageBytes", spec.limits.max_page_bytes}};
   if (spec.order_by) key["order"] = spec.order_by->text();
   boost::json::array filters;
   for (const auto& f : spec.filters) filters.push_back({f.path.text(), f.value});

@@ -24,6 +24,16 @@ struct FieldFilter {
   boost::json::value value;  // a scalar: string, number, bool or null
 };
 
+// What one query may cost (docs/api.md, "Query limits"); 0 means unbounded.
+// The HTTP API sets them from the query.* options; queries of in-process
+// callers (processors) are unbounded.
+struct QueryLimits {
+  size_t max_filters = 0;       // more filters: query_too_expensive, nothing read
+  uint64_t max_items_read = 0;  // items plus index entries visited; past it, query_too_expensive
+  uint64_t max_bytes_read = 0;  // bytes of items and index entries read; past it, the same
+  uint64_t max_page_bytes = 0;  // a page ends before its items exceed this (at least one item)
+};
+
 struct QuerySpec {
   std::optional<std::string> partition_key;  // absent: cross-partition
   std::vector<FieldFilter> filters;          // all must match
@@ -31,6 +41,7 @@ struct QuerySpec {
   bool descending = false;
   size_t limit = kDefaultQueryLimit;  // 1..kMaxQueryLimit
   std::string continuation;           // from a previous page, or ""
+  QueryLimits limits;                 // not part of the body: set by the caller
 };
 
 // Our equivalent of Cosmos DB request units.
@@ -46,10 +57,12 @@ struct QueryResult {
   std::optional<std::string> continuation;  // set when more may follow
   QueryCost cost;                           // of computing this page
   bool cached = false;                      // served by the query cache, without reading storage
+  bool cut_by_bytes = false;                // the page ended at limits.max_page_bytes
 };
 
 // A text that is equal for two specs exactly when they ask the same
-// (partition, filters, order, limit, continuation): a key for caches.
+// (partition, filters, order, limit, continuation, page bytes): a key for
+// caches. The work budget is not part of it: it does not change an answer.
 std::string CanonicalQueryText(const QuerySpec& spec);
 
 // Parses the JSON body of POST /v1/containers/{c}/query (docs/api.md).

@@ -117,26 +117,17 @@ class QueryRun {
       : db_(db), c_(c), spec_(spec), cont_(std::move(cont)) {
     snapshot_ = db_->db()->GetSnapshot();
     read_options_.snapshot = snapshot_;
+    for (const FieldFilter& f : spec_.filters) filter_paths_.push_back(PathOf(f.path));
+    if (spec_.order_by) order_path_ = PathOf(*spec_.order_by);
   }
   ~QueryRun() { db_->db()->ReleaseSnapshot(snapshot_); }
 
-  Result<QueryResult> Run() {
-    if (spec_.partition_key) {
-      result_.cost.partitions_scanned = 1;
-      single_partition_ = true;
-      Status s = ScanItems(kf::ItemPartitionPrefix(*spec_.partition_key));
-      if (!s.ok()) return s;
-    } else if (const FieldFilter* f = IndexedFilter(&index_)) {
-      auto encoded = kf::EncodeIndexValue(f->value);
-      if (encoded) {
-        Status s = ScanIndex(kf::IndexValuePrefix(*encoded));
-        if (!s.ok()) return s;
-      }
-    } else {
-      Status s = ScanItems("");
-      if (!s.ok()) return s;
-    }
+  // On failure *spent (when given) is what the query had cost by then.
+  Result<QueryResult> Run(QueryCost* spent) {
+    Status s = ReadAccessPath();
     if (!single_partition_) result_.cost.partitions_scanned = partitions_.size();
+    if (spent != nullptr) *spent = result_.cost;
+    if (!s.ok()) return s;
     if (spec_.order_by) {
       FinishOrdered();
     } else if (more_) {
@@ -146,6 +137,20 @@ class QueryRun {
   }
 
  private:
+  // Reads through the query's access path.
+  Status ReadAccessPath() {
+    if (spec_.partition_key) {
+      result_.cost.partitions_scanned = 1;
+      single_partition_ = true;
+      return ScanItems(kf::ItemPartitionPrefix(*spec_.partition_key));
+    }
+    if (const FieldFilter* f = IndexedFilter(&index_)) {
+      auto encoded = kf::EncodeIndexValue(f->value);
+      return encoded ? ScanIndex(kf::IndexValuePrefix(*encoded)) : Status::Ok();
+    }
+    return ScanItems("");
+  }
+
   const FieldFilter* IndexedFilter(const IndexHandle** index) const {
     for (const auto& f : spec_.filters) {
       for (const auto& idx : c_.indexes) {
@@ -194,6 +199,7 @@ class QueryRun {
       }
       ++result_.cost.index_entries_read;
       result_.cost.bytes_read += key.size();
+      if (Status s = CheckBudget(); !s.ok()) return s;
       std::string_view item_key = key.substr(prefix.size());
       auto s = db_->db()->Get(read_options_, c_.items, item_key, &value);
       if (s.IsNotFound()) continue;  // cannot happen on a snapshot; tolerate it
@@ -216,26 +222,40 @@ class QueryRun {
       last_pk_.assign(pk);
       partitions_.insert(last_pk_);
     }
-    // Filters and the sort value are read from the item's text: only the
-    // fields the query names are parsed, into an arena reused item after item.
+    if (Status s = CheckBudget(); !s.ok()) return s;
+    // Filters and the sort value are read from the item's text: the
+    // top-level members they name are found in one pass, and only their
+    // values are parsed, into an arena reused item after item.
     scratch_ = nullptr;
     parse_arena_.release();
-    for (const auto& f : spec_.filters) {
+    if (!members_.empty() &&
+        FindJsonMembers(json, members_, &member_values_) == JsonScan::kMalformed) {
+      return CorruptItem();
+    }
+    for (size_t i = 0; i < spec_.filters.size(); ++i) {
       std::string_view raw;
-      JsonScan found = FindJsonValue(json, f.path.tokens(), &raw);
+      JsonScan found = Find(json, filter_paths_[i], spec_.filters[i].path, &raw);
       if (found == JsonScan::kMalformed) return CorruptItem();
-      if (found == JsonScan::kMissing || !RawEquals(raw, f.value)) return Status::Ok();
+      if (found == JsonScan::kMissing || !RawEquals(raw, spec_.filters[i].value)) {
+        return Status::Ok();
+      }
     }
     if (!spec_.order_by) {
-      result_.items.emplace_back(json);
-      if (result_.items.size() == spec_.limit) {
+      if (!result_.items.empty() && OverPageBytes(page_bytes_ + json.size())) {
+        // The page ends before this item; the next one starts with it.
         stopped_ = true;
-        last_key_.assign(item_key);
+        more_ = true;
+        result_.cut_by_bytes = true;
+        return Status::Ok();
       }
+      result_.items.emplace_back(json);
+      page_bytes_ += json.size();
+      last_key_.assign(item_key);
+      if (result_.items.size() == spec_.limit) stopped_ = true;
       return Status::Ok();
     }
     std::string_view raw;
-    JsonScan found = FindJsonValue(json, spec_.order_by->tokens(), &raw);
+    JsonScan found = Find(json, order_path_, *spec_.order_by, &raw);
     if (found == JsonScan::kMalformed) return CorruptItem();
     const boost::json::value* sort_value = nullptr;
     if (found == JsonScan::kFound) {
@@ -246,21 +266,27 @@ class QueryRun {
                                            cont_.item_key, spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
     }
-    // The page so far is a heap of indexes into candidates_, worst on top.
-    // An item that enters a full page takes the slot of the one it pushes
-    // out, reusing its strings' memory.
-    size_t slot = candidates_.size();
-    if (heap_.size() == spec_.limit) {
+    // The page so far is a heap of indexes into candidates_, worst on top:
+    // always the first heap_.size() items, in query order, of those seen.
+    // It is full at `limit` items, or once it had to give up an item to
+    // stay within max_page_bytes (a later item may not overtake one that
+    // no longer fits). An item that enters a full page takes the slot of
+    // the one it pushes out, reusing its strings' memory.
+    if (heap_.size() == spec_.limit || page_capped_) {
       more_ = true;
       const Candidate& last = candidates_[heap_.front()];
       if (CompareCandidates(sort_value, item_key, Ptr(last.sort_value), last.item_key,
                             spec_.descending) > 0) {
         return Status::Ok();  // it goes after the page's last item
       }
-      std::pop_heap(heap_.begin(), heap_.end(), WorseFirst{this});
-      slot = heap_.back();
-      heap_.pop_back();
+      PopWorst();
+    }
+    size_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
     } else {
+      slot = candidates_.size();
       candidates_.emplace_back();
     }
     Candidate& c = candidates_[slot];
@@ -270,10 +296,84 @@ class QueryRun {
       c.sort_value.reset();
     }
     c.item_key.assign(item_key);
+    // Reuse the slot's memory, unless it held a much larger item.
+    if (c.json.capacity() > 2 * json.size() + 4096) c.json = std::string();
     c.json.assign(json);
+    page_bytes_ += json.size();
     heap_.push_back(static_cast<uint32_t>(slot));
     std::push_heap(heap_.begin(), heap_.end(), WorseFirst{this});
+    while (heap_.size() > 1 && OverPageBytes(page_bytes_)) {
+      PopWorst();
+      page_capped_ = true;
+      more_ = true;
+      result_.cut_by_bytes = true;
+    }
     return Status::Ok();
+  }
+
+  // Ordered queries: drops the page's last item, freeing its slot.
+  void PopWorst() {
+    std::pop_heap(heap_.begin(), heap_.end(), WorseFirst{this});
+    const uint32_t slot = heap_.back();
+    heap_.pop_back();
+    page_bytes_ -= candidates_[slot].json.size();
+    free_slots_.push_back(slot);
+  }
+
+  bool OverPageBytes(uint64_t bytes) const {
+    return spec_.limits.max_page_bytes != 0 && bytes > spec_.limits.max_page_bytes;
+  }
+
+  // query_too_expensive once the query has read more than its budget.
+  Status CheckBudget() const {
+    const QueryLimits& limits = spec_.limits;
+    const QueryCost& cost = result_.cost;
+    if (limits.max_items_read != 0 &&
+        cost.items_read + cost.index_entries_read > limits.max_items_read) {
+      return Status(ErrorCode::kQueryTooExpensive,
+                    "the query read more than query.max_items_read (" +
+                        std::to_string(limits.max_items_read) +
+                        ") items and index entries; narrow it with partitionKey or a filter "
+                        "on an indexed field");
+    }
+    if (limits.max_bytes_read != 0 && cost.bytes_read > limits.max_bytes_read) {
+      return Status(ErrorCode::kQueryTooExpensive,
+                    "the query read more than query.max_bytes_read (" +
+                        std::to_string(limits.max_bytes_read) +
+                        " bytes); narrow it with partitionKey or a filter on an indexed field");
+    }
+    return Status::Ok();
+  }
+
+  // Where a path's value is read from: a top-level member of members_ and
+  // the tokens below it, or (member < 0, the root) the whole item.
+  struct MemberPath {
+    int member = -1;
+    std::vector<std::string> rest;
+  };
+
+  MemberPath PathOf(const JsonPointer& pointer) {
+    MemberPath path;
+    const std::vector<std::string>& tokens = pointer.tokens();
+    if (tokens.empty()) return path;
+    auto it = std::find(members_.begin(), members_.end(), tokens[0]);
+    path.member = static_cast<int>(it - members_.begin());
+    if (it == members_.end()) members_.push_back(tokens[0]);
+    path.rest.assign(tokens.begin() + 1, tokens.end());
+    return path;
+  }
+
+  // The value at `pointer` in the item `json`, after FindJsonMembers().
+  JsonScan Find(std::string_view json, const MemberPath& path, const JsonPointer& pointer,
+                std::string_view* raw) const {
+    if (path.member < 0) return FindJsonValue(json, pointer.tokens(), raw);
+    const std::optional<std::string_view>& value = member_values_[path.member];
+    if (!value) return JsonScan::kMissing;
+    if (path.rest.empty()) {
+      *raw = *value;
+      return JsonScan::kFound;
+    }
+    return FindJsonValue(*value, path.rest, raw);
   }
 
   Status CorruptItem() const {
@@ -327,6 +427,10 @@ class QueryRun {
   const rocksdb::Snapshot* snapshot_;
   rocksdb::ReadOptions read_options_;
   const IndexHandle* index_ = nullptr;
+  std::vector<std::string> members_;      // top-level members the query reads
+  std::vector<MemberPath> filter_paths_;  // one per filter
+  MemberPath order_path_;
+  std::vector<std::optional<std::string_view>> member_values_;  // of the current item
   QueryResult result_;
   // Filter and sort values parse without touching the heap; release() keeps it.
   unsigned char parse_buffer_[4096];
@@ -338,21 +442,36 @@ class QueryRun {
   bool stopped_ = false;  // unordered: the page is full
   bool more_ = false;     // more matches may follow
   std::string last_key_;
+  uint64_t page_bytes_ = 0;            // of the items on the page so far
+  bool page_capped_ = false;           // ordered: an item was dropped for max_page_bytes
   std::vector<Candidate> candidates_;  // ordered queries: at most `limit`
   std::vector<uint32_t> heap_;         // indexes into candidates_
+  std::vector<uint32_t> free_slots_;   // candidates_ no longer on the page
 };
 
 }  // namespace
 
-Result<QueryResult> QueryEngine::Run(const ContainerHandle& container,
-                                     const QuerySpec& spec) const {
+Status QueryEngine::Admit(const QuerySpec& spec) {
   if (spec.limit < 1 || spec.limit > kMaxQueryLimit) {
     return Status(ErrorCode::kInvalidQuery, "'limit' must be an integer from 1 to 1000");
   }
+  const size_t max_filters = spec.limits.max_filters;
+  if (max_filters != 0 && spec.filters.size() > max_filters) {
+    return Status(ErrorCode::kQueryTooExpensive,
+                  "the query has " + std::to_string(spec.filters.size()) +
+                      " filters; query.max_filters allows " + std::to_string(max_filters));
+  }
+  return Status::Ok();
+}
+
+Result<QueryResult> QueryEngine::Run(const ContainerHandle& container, const QuerySpec& spec,
+                                     QueryCost* spent) const {
+  if (spent != nullptr) *spent = QueryCost();
+  if (Status s = Admit(spec); !s.ok()) return s;
   auto cont = DecodeContinuation(spec.continuation);
   if (!cont.ok()) return cont.status();
   QueryRun run(db_, container, spec, std::move(*cont));
-  return run.Run();
+  return run.Run(spent);
 }
 
 }  // namespace feedd

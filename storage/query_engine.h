@@ -5,6 +5,11 @@
 // (partitionKey given), a secondary-index lookup (the first filter on an
 // indexed path), a full scan of the container.
 //
+// Limits (spec.limits): a query with too many filters does not run; one that
+// reads past its items or bytes budget stops with query_too_expensive; a page
+// ends before its items exceed max_page_bytes (it always holds at least one
+// item, and its continuation resumes right after its last item).
+//
 // Thread-safety: stateless apart from the borrowed database; Run() may be
 // called from any number of threads. Internal to storage/.
 #pragma once
@@ -18,7 +23,14 @@ class QueryEngine {
  public:
   explicit QueryEngine(const RocksDatabase* db) : db_(db) {}
 
-  Result<QueryResult> Run(const ContainerHandle& container, const QuerySpec& spec) const;
+  // Whether `spec` may run at all: its limit, and its filters against
+  // spec.limits.max_filters (query_too_expensive). Reads nothing.
+  static Status Admit(const QuerySpec& spec);
+  // Admit(), then the query. Past spec.limits' budget it stops with
+  // query_too_expensive. *spent, when given, is set to what the query cost,
+  // on failure too (zero when nothing was read).
+  Result<QueryResult> Run(const ContainerHandle& container, const QuerySpec& spec,
+                          QueryCost* spent = nullptr) const;
 
  private:
   const RocksDatabase* const db_;

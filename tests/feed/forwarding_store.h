@@ -27,8 +27,9 @@ class ForwardingStore : public DocumentStore {
               Lsn* lsn) const override {
     return inner_->Read(c, pk, id, json, lsn);
   }
-  Result<QueryResult> Query(std::string_view c, const QuerySpec& spec) const override {
-    return inner_->Query(c, spec);
+  Result<QueryResult> Query(std::string_view c, const QuerySpec& spec,
+                            QueryCost* spent) const override {
+    return inner_->Query(c, spec, spent);
   }
   void Submit(WriteRequest r, WriteCallback done) override {
     inner_->Submit(std::move(r), std::move(done));

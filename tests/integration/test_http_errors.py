@@ -417,6 +417,109 @@ class JsonLimitsTest(_ErrorsBase):
         self.expect(r, 400, "invalid_json", what="a patch nesting the item %d levels" % (self.MAX_DEPTH + 1))
 
 
+class QueryFiltersDefaultTest(_ErrorsBase):
+    """query.max_filters at its default (16)."""
+
+    def test_too_many_filters(self):
+        filters = {"f%d" % i: i for i in range(17)}
+        r = self.c.query("posts", {"filter": filters})
+        self.assertError(r, 400, "query_too_expensive", "17 filters")
+        self.assertIn("query.max_filters", r[2]["error"]["message"])
+        self.assertEqual(r[2]["error"]["cost"]["itemsRead"], 0)
+        del filters["f16"]
+        self.assertStatus(self.c.query("posts", {"filter": filters}), 200, "16 filters")
+        # 30,000 filters: refused without reading anything either.
+        r = self.c.query("posts", {"filter": {"f%d" % i: i for i in range(30000)}})
+        self.assertError(r, 400, "query_too_expensive", "30,000 filters")
+        self.assertEqual(r[2]["error"]["cost"]["bytesRead"], 0)
+
+
+class QueryAndPageLimitsTest(_ErrorsBase):
+    """Small query budget and page byte caps."""
+
+    PAGE_BYTES = 20000
+    extra_args = ("--processors.enabled=false", "--query.max_items_read=50",
+                  "--query.max_page_bytes=%d" % PAGE_BYTES,
+                  "--feed.max_page_bytes=%d" % PAGE_BYTES)
+
+    def test_query_over_budget_answers_its_cost(self):
+        for i in range(60):
+            pk = uid("p")
+            self.assertStatus(self.c.create("posts", {"id": pk, "postId": pk, "type": "draft"}),
+                              201, "create")
+        # A full scan that matches nothing reads every item: past the budget.
+        r = self.c.query("posts", {"filter": {"type": "no-such-type"}})
+        self.assertError(r, 400, "query_too_expensive", "full scan of 60+ items")
+        cost = r[2]["error"]["cost"]
+        self.assertEqual(cost["itemsRead"], 51, "it stops at the first item past the budget")
+        self.assertGreater(cost["bytesRead"], 0)
+        self.assertEqual(cost["partitionsScanned"], 51)
+        self.assertIn("query.max_items_read", r[2]["error"]["message"])
+        # A partition query within the budget still answers.
+        pk = uid("p")
+        self.assertStatus(self.c.create("posts", {"id": pk, "postId": pk}), 201, "create")
+        status, _, body = self.c.query("posts", {"partitionKey": pk})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len(body["items"]), 1)
+
+    def test_query_pages_are_cut_by_bytes(self):
+        kind = uid("kind")  # one partition of `feed` (partition key /type)
+        ids = ["i%02d" % i for i in range(12)]
+        for n, item_id in enumerate(ids):
+            item = {"id": item_id, "type": kind, "pad": "x" * (3000 + 500 * n)}
+            self.assertStatus(self.c.create("feed", item), 201, "create")
+        for spec in ({}, {"orderBy": "id", "descending": True}):
+            got, pages = [], 0
+            query = dict(spec, partitionKey=kind, limit=1000)
+            while True:
+                pages += 1
+                self.assertLess(pages, 20)
+                status, _, body = self.c.query("feed", query)
+                self.assertEqual(status, 200, body)
+                self.assertTrue(body["items"], "a page holds at least one item")
+                size = sum(len(json.dumps(i, separators=(",", ":"))) for i in body["items"])
+                if len(body["items"]) > 1:
+                    self.assertLessEqual(size, self.PAGE_BYTES, "page %d of %r" % (pages, spec))
+                got.extend(i["id"] for i in body["items"])
+                if body["continuation"] is None:
+                    break
+                query["continuation"] = body["continuation"]
+            want = sorted(ids, reverse=bool(spec))
+            self.assertEqual(got, want, spec)
+            self.assertGreaterEqual(pages, 4, "~75 KB in pages of at most 20 KB")
+
+    def test_changefeed_pages_are_cut_by_bytes(self):
+        start = self.c.head_lsn() + 1
+        lsns = []
+        for n in range(12):
+            u = uid("u")
+            r = self.c.create("users", {"id": u, "userId": u, "pad": "y" * (3000 + 500 * n)})
+            self.assertStatus(r, 201, "create")
+            lsns.append(int(r[1]["X-Feedd-Lsn"]))
+        got, pages, nxt = [], 0, start
+        while nxt <= lsns[-1]:
+            pages += 1
+            self.assertLess(pages, 20)
+            status, _, body = self.c.changefeed("users", nxt, limit=1000)
+            self.assertEqual(status, 200, body)
+            self.assertTrue(body["changes"], "a page holds at least one change")
+            size = sum(len(json.dumps(c, separators=(",", ":"))) for c in body["changes"])
+            if len(body["changes"]) > 1:
+                self.assertLessEqual(size, self.PAGE_BYTES, "page %d" % pages)
+            got.extend(c["lsn"] for c in body["changes"])
+            self.assertGreater(int(body["next"]), nxt)
+            nxt = int(body["next"])
+        self.assertEqual(got, lsns, "every change, in LSN order, once")
+        self.assertGreaterEqual(pages, 4)
+        # A change larger than the cap still comes, alone on its page.
+        u = uid("u")
+        r = self.c.create("users", {"id": u, "userId": u, "pad": "z" * 30000})
+        lsn = int(r[1]["X-Feedd-Lsn"])
+        status, _, body = self.c.changefeed("users", lsn, limit=1000)
+        self.assertEqual(status, 200, body)
+        self.assertEqual([c["lsn"] for c in body["changes"]], [lsn])
+
+
 class SmallLimitsTest(_ErrorsBase):
     """A daemon with small http.max_request_bytes and storage.max_item_bytes."""
 

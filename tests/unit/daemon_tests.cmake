@@ -4,3 +4,9 @@ target_link_libraries(options_test PRIVATE feedd_daemon GTest::gtest_main)
 gtest_discover_tests(options_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(query_executor_test ${CMAKE_CURRENT_LIST_DIR}/query_executor_test.cc)
+target_link_libraries(query_executor_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(query_executor_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)

@@ -2259,6 +2259,171 @@ TEST_F(StoreTest, ConcurrentUpdatesOfOnePartitionLoseNothingAndKeepOrder) {
 }
 
 // ===================================================================
+// Query and change-feed limits
+// ===================================================================
+
+TEST_F(StoreTest, AQueryWithMoreFiltersThanAllowedIsRefusedBeforeReading) {
+  ASSERT_TRUE(IsOk(Create("feed", R"({"id":"a","type":"post","f0":0,"f1":1,"f2":2})").status));
+  QuerySpec q;
+  q.partition_key = "post";
+  for (int i = 0; i < 3; ++i) q.filters.push_back(Eq("/f" + std::to_string(i), json::value(i)));
+  q.limits.max_filters = 3;
+  EXPECT_EQ(MustQuery("feed", q).items.size(), 1u) << "exactly max_filters is allowed";
+
+  q.filters.push_back(Eq("/f3", json::value(3)));
+  QueryCost spent;
+  spent.items_read = 99;
+  Result<QueryResult> r = store_->Query("feed", q, &spent);
+  EXPECT_TRUE(HasCode(r.status(), ErrorCode::kQueryTooExpensive)) << r.status().ToString();
+  EXPECT_EQ(spent.items_read, 0u);
+  EXPECT_EQ(spent.bytes_read, 0u);
+  EXPECT_EQ(store_->Stats().queries_too_many_filters, 1u);
+
+  q.limits.max_filters = 0;  // unbounded
+  EXPECT_TRUE(store_->Query("feed", q).ok());
+}
+
+TEST_F(StoreTest, AQueryPastItsItemsOrBytesBudgetStopsWithItsCost) {
+  for (int i = 0; i < 20; ++i) {
+    std::string n = std::to_string(i);
+    ASSERT_TRUE(IsOk(Create("posts", R"({"id":"p)" + n + R"(","postId":"p)" + n +
+                                         R"(","userId":"u1","type":"draft","creationDate":)" + n + "}")
+                         .status));
+  }
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered" : "unordered");
+    QuerySpec q;  // a full scan that matches nothing: it reads every item
+    q.filters.push_back(Eq("/type", "post"));
+    if (ordered) q.order_by = Ptr("/creationDate");
+    q.limits.max_items_read = 20;
+    QueryResult within = MustQuery("posts", q);
+    EXPECT_TRUE(within.items.empty());
+    EXPECT_EQ(within.cost.items_read, 20u);
+
+    q.limits.max_items_read = 5;
+    QueryCost spent;
+    Result<QueryResult> r = store_->Query("posts", q, &spent);
+    EXPECT_TRUE(HasCode(r.status(), ErrorCode::kQueryTooExpensive)) << r.status().ToString();
+    EXPECT_EQ(spent.items_read, 6u) << "it stops at the first item past the budget";
+    EXPECT_EQ(spent.partitions_scanned, 6u);
+    EXPECT_GT(spent.bytes_read, 0u);
+
+    q.limits.max_items_read = 0;
+    q.limits.max_bytes_read = within.cost.bytes_read / 2;
+    r = store_->Query("posts", q, &spent);
+    EXPECT_TRUE(HasCode(r.status(), ErrorCode::kQueryTooExpensive)) << r.status().ToString();
+    EXPECT_GT(spent.bytes_read, q.limits.max_bytes_read);
+    EXPECT_LT(spent.items_read, 20u);
+  }
+  EXPECT_EQ(store_->Stats().queries_over_budget, 4u);
+
+  // Index entries count against the items budget too.
+  QuerySpec by_user;
+  by_user.filters.push_back(Eq("/userId", "u1"));
+  by_user.filters.push_back(Eq("/type", "post"));
+  by_user.limits.max_items_read = 3;
+  QueryCost spent;
+  Result<QueryResult> r = store_->Query("posts", by_user, &spent);
+  EXPECT_TRUE(HasCode(r.status(), ErrorCode::kQueryTooExpensive)) << r.status().ToString();
+  EXPECT_EQ(spent.index_entries_read + spent.items_read, 4u);
+  EXPECT_GT(spent.index_entries_read, 0u);
+}
+
+TEST_F(StoreTest, AQueryPageEndsAtMaxPageBytesAndTheContinuationDeliversTheRest) {
+  // Items of different sizes: 30 of them, 100 to ~3,000 bytes.
+  for (int i = 0; i < 30; ++i) {
+    char id[8];
+    std::snprintf(id, sizeof id, "i%02d", i);
+    std::string pad(100 + (i * 397) % 2900, 'x');
+    ASSERT_TRUE(IsOk(Create("feed", std::string(R"({"id":")") + id +
+                                        R"(","type":"post","rank":)" + std::to_string(i % 7) +
+                                        R"(,"pad":")" + pad + R"("})")
+                         .status));
+  }
+  const uint64_t kCap = 8000;
+  for (int order = 0; order < 3; ++order) {
+    SCOPED_TRACE("order " + std::to_string(order));
+    QuerySpec q;
+    q.partition_key = "post";
+    if (order > 0) q.order_by = Ptr("/rank");
+    q.descending = order == 2;
+    q.limit = kMaxQueryLimit;
+    const std::vector<std::string> want = Keys("feed", MustQuery("feed", q));
+    ASSERT_EQ(want.size(), 30u);
+
+    q.limits.max_page_bytes = kCap;
+    std::vector<std::string> got;
+    size_t pages = 0;
+    for (;;) {
+      ASSERT_LT(++pages, 40u);
+      QueryResult r = MustQuery("feed", q);
+      ASSERT_FALSE(r.items.empty());
+      if (r.items.size() > 1) {
+        EXPECT_LE(TotalSize(r.items), kCap);
+      }
+      for (const std::string& k : Keys("feed", r)) got.push_back(k);
+      if (!r.continuation) break;
+      q.continuation = *r.continuation;
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_GE(pages, 5u) << "~45 KB of items in pages of at most 8 KB";
+  }
+  EXPECT_GE(store_->Stats().query_pages_cut, 12u);
+
+  // An item larger than the cap still comes, alone on its page.
+  QuerySpec tiny;
+  tiny.partition_key = "post";
+  tiny.limits.max_page_bytes = 10;
+  QueryResult r = MustQuery("feed", tiny);
+  EXPECT_EQ(r.items.size(), 1u);
+  EXPECT_TRUE(r.continuation.has_value());
+}
+
+TEST_F(StoreTest, AFeedPageEndsAtMaxBytesAndNextContinuesAfterIt) {
+  for (int i = 0; i < 20; ++i) {
+    std::string n = std::to_string(i);
+    std::string pad(200 + (i * 331) % 1500, 'y');
+    ASSERT_TRUE(IsOk(Create("users", R"({"id":"u)" + n + R"(","userId":"u)" + n +
+                                         R"(","pad":")" + pad + R"("})")
+                         .status));
+  }
+  const std::vector<Lsn> want = Lsns(Feed());
+  ASSERT_EQ(want.size(), 20u);
+  const uint64_t kCap = 4000;
+  FeedReadSpec spec;
+  spec.from = 1;
+  spec.limit = 1000;
+  spec.max_bytes = kCap;
+  std::vector<Lsn> got;
+  size_t pages = 0;
+  while (spec.from <= store_->HeadLsn()) {
+    ASSERT_LT(++pages, 30u);
+    FeedPage page;
+    ASSERT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
+    ASSERT_FALSE(page.records.empty());
+    uint64_t bytes = 0;
+    for (const ChangeRecord& r : page.records) bytes += r.envelope_json.size();
+    if (page.records.size() > 1) {
+      EXPECT_LE(bytes, kCap);
+    }
+    for (const ChangeRecord& r : page.records) got.push_back(r.lsn);
+    ASSERT_GT(page.next, spec.from);
+    spec.from = page.next;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_GE(pages, 5u);
+  EXPECT_GE(store_->Stats().feed_pages_cut, 4u);
+
+  // A change larger than the cap still comes, alone on its page.
+  spec.from = 1;
+  spec.max_bytes = 10;
+  FeedPage page;
+  ASSERT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
+  ASSERT_EQ(page.records.size(), 1u);
+  EXPECT_EQ(page.next, 2u);
+}
+
+// ===================================================================
 // Retention
 // ===================================================================
 

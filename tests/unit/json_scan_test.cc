@@ -290,3 +290,41 @@ TEST(JsonScanTest, TruncatedTextIsNeverReadPastItsEnd) {
 
 }  // namespace
 }  // namespace feedd
+
+namespace feedd {
+namespace {
+
+// FindJsonMembers finds, in one pass, what FindJsonValue finds member by member.
+TEST(JsonScanTest, FindJsonMembersAgreesWithFindJsonValue) {
+  const std::string json =
+      "{ \"a\" : 1 , \"b\":\"x,}\" ,\"n\":{\"c\":[1,{\"d\":2}]},\"e\\u0073c\":true,"
+      "\"a\":99, \"last\" :\tnull \n}";
+  const std::vector<std::string> names = {"last", "n", "esc", "a", "missing", "b"};
+  std::vector<std::optional<std::string_view>> values;
+  ASSERT_EQ(FindJsonMembers(json, names, &values), JsonScan::kFound);
+  ASSERT_EQ(values.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    std::string_view one;
+    JsonScan found = FindJsonValue(json, {names[i]}, &one);
+    ASSERT_EQ(values[i].has_value(), found == JsonScan::kFound);
+    if (values[i]) {
+      EXPECT_EQ(*values[i], one);
+    }
+  }
+  EXPECT_EQ(*values[3], "1") << "the first member of a name wins";
+  EXPECT_EQ(*values[0], "null");
+
+  // Not an object, empty object, malformed text.
+  EXPECT_EQ(FindJsonMembers("[1]", names, &values), JsonScan::kMissing);
+  EXPECT_EQ(FindJsonMembers("{}", names, &values), JsonScan::kFound);
+  EXPECT_FALSE(values[0].has_value());
+  EXPECT_EQ(FindJsonMembers("{\"a\":1,", names, &values), JsonScan::kMalformed);
+  EXPECT_EQ(FindJsonMembers("{\"a\" 1}", names, &values), JsonScan::kMalformed);
+  // Stops once every name is found: what follows is not visited.
+  EXPECT_EQ(FindJsonMembers("{\"a\":1,\"b\":2, garbage", {"a", "b"}, &values), JsonScan::kFound);
+  EXPECT_EQ(*values[1], "2");
+}
+
+}  // namespace
+}  // namespace feedd

@@ -52,6 +52,35 @@ class OptionsTest : public ::testing::Test {
   CommandFlags flags_;
 };
 
+TEST_F(OptionsTest, QueryAndFeedPageLimits) {
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.query_limits.max_filters, 16u);
+  EXPECT_EQ(config.query_limits.max_items_read, 100000u);
+  EXPECT_EQ(config.query_limits.max_bytes_read, 64u * 1024 * 1024);
+  EXPECT_EQ(config.query_limits.max_page_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(config.query_threads, 2u);
+  EXPECT_EQ(config.query_max_queued, 64u);
+  EXPECT_EQ(config.feed_max_page_bytes, 16u * 1024 * 1024);
+
+  args_ = {"--query.max_filters=4",       "--query.max_items_read=10",
+           "--query.max_bytes_read=4096", "--query.max_page_bytes=2048",
+           "--query.threads=3",           "--query.max_queued=5",
+           "--feed.max_page_bytes=8192"};
+  config = LoadOk();
+  EXPECT_EQ(config.query_limits.max_filters, 4u);
+  EXPECT_EQ(config.query_limits.max_items_read, 10u);
+  EXPECT_EQ(config.query_limits.max_bytes_read, 4096u);
+  EXPECT_EQ(config.query_limits.max_page_bytes, 2048u);
+  EXPECT_EQ(config.query_threads, 3u);
+  EXPECT_EQ(config.query_max_queued, 5u);
+  EXPECT_EQ(config.feed_max_page_bytes, 8192u);
+
+  args_ = {"--query.max_filters=0"};
+  ExpectError("query.max_filters");
+  args_ = {"--feed.max_page_bytes=10"};
+  ExpectError("feed.max_page_bytes");
+}
+
 TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   DaemonConfig config = LoadOk();
   EXPECT_EQ(config.store.data_dir, "./data");
