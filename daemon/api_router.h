@@ -77,7 +77,8 @@ class ApiRouter : public HttpHandler {
   // The route template of a request target, e.g.
   // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
   static std::string_view RouteTemplate(std::string_view target);
-  // Answers every parked long poll now; /readyz answers 503 from now on.
+  // Answers every parked long poll and read-your-writes wait now; /readyz
+  // answers 503 from now on.
   void OnServerStopping() override;
 
  private:
@@ -104,8 +105,9 @@ class ApiRouter : public HttpHandler {
   // processor_handlers.cc
   // Read-your-writes on derived views: calls `continuation` with OK once
   // every processor writing into `container` has applied `min_lsn` (at
-  // once, on the caller's thread, when none writes there), or with
-  // lsn_wait_timeout after `wait` (on an I/O thread).
+  // once, on the caller's thread, when none writes there), with
+  // lsn_wait_timeout after `wait`, or with unavailable when the server
+  // stops (on an I/O thread; at once when it is already stopping).
   void WaitForDerivedViews(std::string_view container, Lsn min_lsn, std::chrono::milliseconds wait,
                            std::function<void(Status)> continuation);
 
@@ -141,6 +143,11 @@ class ApiRouter : public HttpHandler {
   std::mutex polls_mu_;
   std::unordered_map<ChangeFeedPoll*, std::weak_ptr<ChangeFeedPoll>>
       polls_;  // GUARDED_BY(polls_mu_)
+
+  // Read-your-writes waits in progress: what finishes each.
+  std::mutex waits_mu_;
+  uint64_t next_wait_ = 0;                                           // GUARDED_BY(waits_mu_)
+  std::unordered_map<uint64_t, std::function<void(Status)>> waits_;  // GUARDED_BY(waits_mu_)
 };
 
 }  // namespace feedd

@@ -181,6 +181,15 @@ void ApiRouter::OnServerStopping() {
   }
   for (auto& poll : polls) poll->Wake();
   queries_.Stop();  // queued queries answer 503; running ones finish
+
+  std::unordered_map<uint64_t, std::function<void(Status)>> waits;
+  {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    waits.swap(waits_);
+  }
+  for (auto& [_, finish] : waits) {
+    finish(Status(ErrorCode::kUnavailable, "the daemon is shutting down"));
+  }
 }
 
 void ApiRouter::FeedInfo(Responder responder) {

@@ -96,7 +96,44 @@ HttpProbe::HttpProbe(prometheus::Registry& registry)
       response_bytes_(prometheus::BuildCounter()
                           .Name("feedd_http_response_bytes_total")
                           .Help("HTTP response body bytes, by route template")
-                          .Register(registry)) {}
+                          .Register(registry)),
+      connections_(prometheus::BuildGauge()
+                       .Name("feedd_http_connections_open")
+                       .Help("Open HTTP API connections (at most http.max_connections)")
+                       .Register(registry)
+                       .Add({})),
+      connections_rejected_(prometheus::BuildCounter()
+                                .Name("feedd_http_connections_rejected_total")
+                                .Help("Connections not served: over http.max_connections "
+                                      "(answered 503), or a failed accept (e.g. out of fds)")
+                                .Register(registry)),
+      buffered_bytes_(prometheus::BuildGauge()
+                          .Name("feedd_http_buffered_body_bytes")
+                          .Help("Request body bytes held by all connections (at most "
+                                "http.max_buffered_bytes)")
+                          .Register(registry)
+                          .Add({})),
+      requests_refused_(prometheus::BuildCounter()
+                            .Name("feedd_http_requests_refused_total")
+                            .Help("Requests refused by the HTTP server before routing: over "
+                                  "http.max_buffered_bytes (503) or a transfer coding other "
+                                  "than chunked (501/400)")
+                            .Register(registry)) {
+  for (const char* reason : {"max_connections", "accept_error"}) {
+    connections_rejected_.Add({{"reason", reason}});
+  }
+  for (const char* reason : {"max_buffered_bytes", "transfer_coding"}) {
+    requests_refused_.Add({{"reason", reason}});
+  }
+}
+
+void HttpProbe::ConnectionRejected(std::string_view reason) {
+  connections_rejected_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void HttpProbe::RequestRefused(std::string_view reason) {
+  requests_refused_.Add({{"reason", std::string(reason)}}).Increment();
+}
 
 void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, double seconds,
                          size_t request_bytes, size_t response_bytes) {

@@ -1,7 +1,8 @@
 // HttpProbe: the HTTP metrics of docs/metrics.md, and MeteredHandler, an
 // HttpHandler decorator that records them for every request of the handler
 // it wraps (requests by route template and status, latency by route,
-// in-flight requests, request and response bytes).
+// in-flight requests, request and response bytes). The probe is also the
+// HttpServer's observer (connections, the body budget, refusals).
 //
 // Thread-safety: both are safe to use from every I/O thread.
 // Ownership: the probe's metrics live in the prometheus::Registry given to
@@ -18,10 +19,11 @@
 #include <string_view>
 
 #include "daemon/http_handler.h"
+#include "daemon/http_server.h"
 
 namespace feedd {
 
-class HttpProbe {
+class HttpProbe : public HttpServerObserver {
  public:
   explicit HttpProbe(prometheus::Registry& registry);
 
@@ -29,12 +31,26 @@ class HttpProbe {
   void Finished(std::string_view route, HttpMethod method, int status, double seconds,
                 size_t request_bytes, size_t response_bytes);
 
+  // HttpServerObserver
+  void ConnectionsChanged(int64_t delta) override {
+    connections_.Increment(static_cast<double>(delta));
+  }
+  void ConnectionRejected(std::string_view reason) override;
+  void BufferedBytesChanged(int64_t delta) override {
+    buffered_bytes_.Increment(static_cast<double>(delta));
+  }
+  void RequestRefused(std::string_view reason) override;
+
  private:
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Gauge& in_flight_;
   prometheus::Family<prometheus::Counter>& request_bytes_;
   prometheus::Family<prometheus::Counter>& response_bytes_;
+  prometheus::Gauge& connections_;
+  prometheus::Family<prometheus::Counter>& connections_rejected_;
+  prometheus::Gauge& buffered_bytes_;
+  prometheus::Family<prometheus::Counter>& requests_refused_;
 };
 
 class MeteredHandler : public HttpHandler {

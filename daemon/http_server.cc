@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -38,21 +39,50 @@ constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr size_t kLingerMaxBytes = 16 * 1024 * 1024;
 constexpr size_t kLingerChunk = 16 * 1024;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
+constexpr int kLogIntervalSeconds = 10;  // for repeated warnings
 
 class Session;
+
+class NoObserver : public HttpServerObserver {
+ public:
+  void ConnectionsChanged(int64_t) override {}
+  void ConnectionRejected(std::string_view) override {}
+  void BufferedBytesChanged(int64_t) override {}
+  void RequestRefused(std::string_view) override {}
+};
 
 // What the server and its sessions share; outlives both.
 struct ServerState {
   HttpHandler* handler = nullptr;
+  HttpServerObserver* observer = nullptr;  // never null
   size_t max_request_bytes = 0;
+  size_t max_connections = 0;
+  size_t max_buffered_bytes = 0;
   std::chrono::seconds idle_timeout{0};
-  std::atomic<bool> stopping{false};  // answer in-flight requests, then close
-  std::atomic<bool> stopped{false};   // I/O threads are gone: drop responses
+  std::atomic<size_t> connections{0};     // incremented on the acceptor's strand only
+  std::atomic<size_t> buffered_bytes{0};  // <= max_buffered_bytes
+  std::atomic<bool> stopping{false};      // answer in-flight requests, then close
+  std::atomic<bool> stopped{false};       // I/O threads are gone: drop responses
   std::atomic<int64_t> in_flight{0};
 
   std::mutex mu;
   std::condition_variable sessions_changed;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
+
+  // Takes `bytes` of the body budget; false (and nothing taken) when that
+  // would exceed max_buffered_bytes.
+  bool ReserveBody(size_t bytes) {
+    size_t held = buffered_bytes.load();
+    do {
+      if (bytes > max_buffered_bytes - held) return false;
+    } while (!buffered_bytes.compare_exchange_weak(held, held + bytes));
+    observer->BufferedBytesChanged(static_cast<int64_t>(bytes));
+    return true;
+  }
+  void ReleaseBody(size_t bytes) {
+    buffered_bytes -= bytes;
+    observer->BufferedBytesChanged(-static_cast<int64_t>(bytes));
+  }
 };
 
 // An error answered by the server itself. `message` must not need escaping.
@@ -64,7 +94,70 @@ HttpResponse ServerError(int status, std::string_view code, std::string_view mes
   response.body += R"(","message":")";
   response.body.append(message);
   response.body += R"("}})";
+  if (status == 503) response.headers.push_back({"Retry-After", "1"});
   return response;
+}
+
+std::string_view TrimOws(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// The message framing of a request header, RFC 9112 6.1 and 6.3: nullopt
+// when the server can read its body, else the error to answer (and close).
+std::optional<HttpResponse> FramingError(const http::request<http::string_body>& request) {
+  size_t codings = 0;
+  bool only_chunked = true;
+  bool present = false;
+  auto [first, last] = request.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field) {
+    present = true;
+    std::string_view list = field->value();
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view coding = TrimOws(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      if (coding.empty()) continue;
+      ++codings;
+      if (!beast::iequals(coding, "chunked")) only_chunked = false;
+    }
+  }
+  if (!present) return std::nullopt;
+  if (!only_chunked) {
+    return ServerError(501, "not_implemented",
+                       "only the chunked transfer coding is implemented (RFC 9112 6.1)");
+  }
+  if (codings != 1) {
+    return ServerError(400, "invalid_request", "chunked must be the only transfer coding, once");
+  }
+  if (request.version() < 11) {
+    return ServerError(400, "invalid_request", "Transfer-Encoding in an HTTP/1.0 request");
+  }
+  if (request.count(http::field::content_length) > 0) {
+    return ServerError(400, "invalid_request",
+                       "a request must not have both Transfer-Encoding and Content-Length");
+  }
+  return std::nullopt;
+}
+
+// Answers a connection over http.max_connections and closes it, without a
+// session: the socket is new, so the short answer fits its send buffer.
+void RefuseConnection(tcp::socket socket, size_t max_connections) {
+  static const std::string kBody =
+      R"json({"error":{"code":"unavailable","message":"too many connections (http.max_connections)"}})json";
+  std::string answer =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!ec) socket.write_some(asio::buffer(answer), ec);
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
+  FEEDD_LOG_EVERY_N_SEC(kWarning, "http", kLogIntervalSeconds)
+      << "refused a connection: " << max_connections
+      << " connections are open (http.max_connections)";
 }
 
 // One connection. Every member is used on the connection's strand only,
@@ -74,7 +167,11 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   Session(tcp::socket&& socket, std::shared_ptr<ServerState> state)
       : stream_(std::move(socket)), state_(std::move(state)) {}
 
+  // REQUIRES: the caller counted this connection in state->connections.
   ~Session() override {
+    ReleaseBody();
+    --state_->connections;
+    state_->observer->ConnectionsChanged(-1);
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->sessions.erase(this);
     state_->sessions_changed.notify_all();
@@ -134,6 +231,14 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     const auto& request = parser_->get();
+    if (std::optional<HttpResponse> error = FramingError(request)) {
+      state_->observer->RequestRefused("transfer_coding");
+      return Write(std::move(*error), /*linger=*/true);
+    }
+    // A string body reserves its Content-Length at once.
+    if (auto length = parser_->content_length(); length && *length > 0) {
+      if (!ReserveBody(*length)) return RefuseBody();
+    }
     if (request.version() >= 11 && !parser_->is_done() &&
         beast::iequals(request[http::field::expect], "100-continue")) {
       continue_.emplace(http::status::continue_, request.version());
@@ -147,13 +252,41 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     ReadBody();
   }
 
+  // Reads the body piece by piece, so that a chunked body is counted in the
+  // body budget as it grows.
   void ReadBody() {
     if (parser_->is_done()) return Dispatch();
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec) return self->OnReadError(ec);
-                       self->Dispatch();
-                     });
+    http::async_read_some(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec) return self->OnReadError(ec);
+          size_t held = self->parser_->get().body().size();
+          if (held > self->reserved_ && !self->ReserveBody(held - self->reserved_))
+            return self->RefuseBody();
+          self->ReadBody();
+        });
+  }
+
+  bool ReserveBody(size_t bytes) {
+    if (!state_->ReserveBody(bytes)) return false;
+    reserved_ += bytes;
+    return true;
+  }
+
+  void ReleaseBody() {
+    if (reserved_ > 0) state_->ReleaseBody(reserved_);
+    reserved_ = 0;
+  }
+
+  void RefuseBody() {
+    state_->observer->RequestRefused("max_buffered_bytes");
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "http", kLogIntervalSeconds)
+        << "refused a request: the request bodies being received hold "
+        << state_->buffered_bytes.load() << " bytes (http.max_buffered_bytes "
+        << state_->max_buffered_bytes << ")";
+    Write(ServerError(503, "unavailable",
+                      "the server holds too many request bodies (http.max_buffered_bytes); "
+                      "retry later"),
+          /*linger=*/true);
   }
 
   void OnReadError(beast::error_code ec) {
@@ -196,6 +329,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   }
 
   void Write(HttpResponse response, bool linger) {
+    ReleaseBody();
     if (in_flight_) {
       --state_->in_flight;
       in_flight_ = false;
@@ -274,6 +408,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   bool keep_alive_ = true;     // of the current request
   bool head_request_ = false;  // the current request is a HEAD: no body
   bool in_flight_ = false;     // counted in state_->in_flight
+  size_t reserved_ = 0;        // of state_->buffered_bytes, for the current request
   std::string request_line_;   // for the debug access log
   std::chrono::steady_clock::time_point started_;
 };
@@ -295,7 +430,11 @@ class HttpServer::Impl {
 
   Status Start(HttpHandler* handler) {
     state_->handler = handler;
+    static NoObserver no_observer;
+    state_->observer = options_.observer ? options_.observer : &no_observer;
     state_->max_request_bytes = options_.max_request_bytes;
+    state_->max_connections = options_.max_connections;
+    state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
     state_->idle_timeout = options_.idle_timeout;
 
     std::string where = options_.listen.ToString();
@@ -401,13 +540,22 @@ class HttpServer::Impl {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) {
       // E.g. out of file descriptors: retry later instead of spinning.
-      FEEDD_LOG(kWarning, "http") << "accept failed: " << ec.message();
+      state_->observer->ConnectionRejected("accept_error");
+      FEEDD_LOG_EVERY_N_SEC(kWarning, "http", kLogIntervalSeconds)
+          << "accept failed: " << ec.message();
       retry_timer_.expires_after(kAcceptRetryDelay);
       retry_timer_.async_wait([this](beast::error_code wait_ec) {
         if (!wait_ec) Accept();
       });
       return;
     }
+    if (state_->connections.load() >= state_->max_connections) {
+      state_->observer->ConnectionRejected("max_connections");
+      RefuseConnection(std::move(socket), state_->max_connections);
+      return Accept();
+    }
+    ++state_->connections;
+    state_->observer->ConnectionsChanged(1);
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     std::make_shared<Session>(std::move(socket), state_)->Start();

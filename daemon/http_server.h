@@ -10,6 +10,22 @@
 //   response when the Responder is completed, from whatever thread.
 //   A connection idle for idle_timeout is closed.
 //
+// Limits (docs/api.md, "Limits")
+//   - max_connections: a connection accepted beyond it is answered 503
+//     `unavailable` (Retry-After: 1) and closed at once.
+//   - max_buffered_bytes: request bodies held by all connections together,
+//     counted from the Content-Length when the header arrives (what the body
+//     buffer reserves) or as a chunked body grows, and released when the
+//     request is answered. A request that would go over it is answered 503
+//     `unavailable` (Retry-After: 1) and its connection closed.
+//   - Transfer-Encoding: only `chunked`, alone (RFC 9112 6.1). Any other
+//     coding is 501 `not_implemented`; a repeated `chunked`, a
+//     Transfer-Encoding with a Content-Length or in HTTP/1.0 is 400
+//     `invalid_request`. Either way the connection is closed and the body is
+//     never read as a request.
+//   Failed accepts (e.g. EMFILE) are retried after 100 ms and logged at most
+//   once per 10 s.
+//
 // Lifecycle
 //   Stop() closes the acceptor, tells the handler (OnServerStopping), closes
 //   idle connections, lets in-flight requests finish (answered with
@@ -28,6 +44,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "daemon/host_port.h"
 #include "daemon/http_handler.h"
@@ -39,12 +56,32 @@ class io_context;
 
 namespace feedd {
 
+// What the server reports for its metrics (HttpProbe implements it). Called
+// from the I/O threads; must not block.
+class HttpServerObserver {
+ public:
+  virtual ~HttpServerObserver() = default;
+  // Open connections went up or down by `delta`.
+  virtual void ConnectionsChanged(int64_t delta) = 0;
+  // A connection was not served: "max_connections" or "accept_error".
+  virtual void ConnectionRejected(std::string_view reason) = 0;
+  // Buffered request body bytes went up or down by `delta`.
+  virtual void BufferedBytesChanged(int64_t delta) = 0;
+  // A request was refused by the server itself: "max_buffered_bytes" or
+  // "transfer_coding".
+  virtual void RequestRefused(std::string_view reason) = 0;
+};
+
 struct HttpServerOptions {
   HostPort listen;
   uint32_t threads = 2;
   size_t max_request_bytes = 8 * 1024 * 1024;
+  size_t max_connections = 512;
+  size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
   std::chrono::seconds idle_timeout{60};
   std::chrono::seconds shutdown_grace{10};
+  // Not owned; nullptr reports nothing. Must outlive the server.
+  HttpServerObserver* observer = nullptr;
 };
 
 class HttpServer {

@@ -146,9 +146,11 @@ std::string ErrorJson(const Status& status) {
 HttpResponse ErrorResponse(const Status& status) {
   int http_status = ErrorCodeHttpStatus(status.code());
   if (http_status >= 500) {
-    FEEDD_LOG(kWarning, "api") << "answering " << status.ToString();
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "api", 10) << "answering " << status.ToString();
   }
-  return JsonResponse(http_status, ErrorJson(status));
+  HttpResponse response = JsonResponse(http_status, ErrorJson(status));
+  if (http_status == 503 || http_status == 429) response.headers.push_back({"Retry-After", "1"});
+  return response;
 }
 
 HttpResponse JsonResponse(int status, std::string body) {

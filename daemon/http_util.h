@@ -53,7 +53,8 @@ std::string JsonString(std::string_view text);
 
 // {"error":{"code":"<ErrorCodeName>","message":"..."}}. REQUIRES: !status.ok().
 std::string ErrorJson(const Status& status);
-// ErrorCodeHttpStatus(code) with ErrorJson(status).
+// ErrorCodeHttpStatus(code) with ErrorJson(status); a 503 or 429 has
+// `Retry-After: 1`. A 5xx is logged (at most one line per 10 s).
 HttpResponse ErrorResponse(const Status& status);
 HttpResponse JsonResponse(int status, std::string body);
 

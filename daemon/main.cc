@@ -4,6 +4,7 @@
 // --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
 // then storage) and exit 0; a second signal while stopping kills it at once.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,13 +39,43 @@ constexpr int kExitOk = 0;
 constexpr int kExitStartupFailure = 1;
 constexpr int kExitBadConfig = 2;
 
-HttpServerOptions HttpOptions(const DaemonConfig& config) {
+// File descriptors kept, besides the API connections, for RocksDB (WAL, SST
+// and manifest files), Kafka sockets, the metrics server and the ready file.
+constexpr rlim_t kReservedFds = 256;
+
+// http.max_connections plus kReservedFds must fit the open-files limit. When
+// `raise`, a soft limit below that is raised (up to the hard limit).
+Status CheckFdLimit(const DaemonConfig& config, bool raise) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return Status::Ok();
+  const rlim_t needed = config.http_max_connections + kReservedFds;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) return Status::Ok();
+  if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max >= needed) {
+    if (!raise) return Status::Ok();
+    rlimit raised = limit;
+    raised.rlim_cur = needed;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return Status::Ok();
+  }
+  rlim_t hard = limit.rlim_max == RLIM_INFINITY ? limit.rlim_cur : limit.rlim_max;
+  return Status(
+      ErrorCode::kInvalidRequest,
+      "invalid value for http.max_connections: " + std::to_string(config.http_max_connections) +
+          " connections and " + std::to_string(kReservedFds) +
+          " descriptors for storage and Kafka need " + std::to_string(needed) +
+          " open files, but the limit (ulimit -n) is " + std::to_string(hard) +
+          ": lower http.max_connections or raise the limit (systemd: LimitNOFILE=)");
+}
+
+HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* observer) {
   HttpServerOptions options;
   options.listen = config.http_listen;
   options.threads = config.http_threads;
   options.max_request_bytes = config.http_max_request_bytes;
+  options.max_connections = config.http_max_connections;
+  options.max_buffered_bytes = config.http_max_buffered_bytes;
   options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
   options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
+  options.observer = observer;
   return options;
 }
 
@@ -141,7 +172,8 @@ int Run(const DaemonConfig& config) {
     }
   }
 
-  HttpServer http(HttpOptions(config));
+  HttpProbe http_probe(metrics.registry());
+  HttpServer http(HttpOptions(config, &http_probe));
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
@@ -151,7 +183,6 @@ int Run(const DaemonConfig& config) {
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
   ApiRouter router(store.get(), router_options, http.io_context());
-  HttpProbe http_probe(metrics.registry());
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 
   // Reverse order of start-up. The store goes before the router and the
@@ -185,9 +216,10 @@ int Run(const DaemonConfig& config) {
 
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
-  Result<std::string> metrics_address = metrics.Start(config.metrics_listen, state);
+  Result<std::string> metrics_address = metrics.Start(
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state);
   if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message();
+    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
     shut_down();
     return kExitStartupFailure;
   }
@@ -243,6 +275,13 @@ int main(int argc, char** argv) {
   if (!config.ok()) {
     std::cerr << "feedd: " << config.status().message() << "\n";
     return feedd::kExitBadConfig;
+  }
+  if (!worker) {
+    feedd::Status s = feedd::CheckFdLimit(*config, /*raise=*/!flags.check_config);
+    if (!s.ok()) {
+      std::cerr << "feedd: " << s.message() << "\n";
+      return feedd::kExitBadConfig;
+    }
   }
   if (flags.check_config) {
     if (config->processors_enabled) {

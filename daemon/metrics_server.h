@@ -1,6 +1,8 @@
 // MetricsServer: the Prometheus registry of the daemon, the histograms fed
 // from hot paths (group commits, commit-to-view latency), and the pull
-// exposer serving /metrics on metrics.listen (docs/metrics.md).
+// exposer serving /metrics on metrics.listen (docs/metrics.md): CivetWeb
+// with two serving threads, no keep-alive, and a request timeout, so that a
+// client that sends or reads nothing holds a thread for that long at most.
 //
 // Thread-safety: the observer functions may be called from any thread.
 // Ownership: owns the registry and exposer; the collectable given to Start()
@@ -11,6 +13,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,8 +35,11 @@ class MetricsServer {
   // ProcessorManager::Create's on_view_committed.
   std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
 
-  // Serves the registry and `state` on `listen`; returns the bound HOST:PORT.
-  Result<std::string> Start(const HostPort& listen, std::shared_ptr<prometheus::Collectable> state);
+  // Serves the registry and `state` on `listen`, dropping a client after
+  // `request_timeout` without progress; returns the bound HOST:PORT. Fails
+  // with `unavailable` naming the cause (e.g. "Address already in use").
+  Result<std::string> Start(const HostPort& listen, std::chrono::milliseconds request_timeout,
+                            std::shared_ptr<prometheus::Collectable> state);
   // Stops serving (before what the collectable samples goes away).
   void Stop() { exposer_.reset(); }
 

@@ -216,8 +216,25 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 0, 3600, &c.http_shutdown_grace_seconds);
      }},
+    {"http.max_connections", "512",
+     "open API connections, at most; more are answered 503 and closed. With the reserve for "
+     "storage and Kafka it must fit the open-files limit (ulimit -n) (1..1000000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 1000000, &c.http_max_connections);
+     }},
+    {"http.max_buffered_bytes", "268435456",
+     "request body bytes held by all connections together; a request over it is 503 "
+     "(at least http.max_request_bytes, at most 68719476736)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1024, 64 * 1024 * kMiB, &c.http_max_buffered_bytes);
+     }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
+    {"metrics.request_timeout_ms", "3000",
+     "the metrics server drops a client that sends or reads nothing for this long (100..600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 100, 600000, &c.metrics_request_timeout_ms);
+     }},
     {"log.level", "info", "debug, info, warning or error",
      [](std::string_view v, DaemonConfig& c) {
        return ParseLogLevel(v, &c.log_level) ? Status::Ok()
@@ -499,6 +516,12 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
     if (!status.ok()) {
       return ConfigError(std::string("invalid value for ") + spec.name + ": " + status.message());
     }
+  }
+  if (config->http_max_buffered_bytes < config->http_max_request_bytes) {
+    return ConfigError("invalid value for http.max_buffered_bytes: " +
+                       std::to_string(config->http_max_buffered_bytes) +
+                       " is less than http.max_request_bytes (" +
+                       std::to_string(config->http_max_request_bytes) + ")");
   }
   if (config->http_listen.port != 0 && config->http_listen.port == config->metrics_listen.port &&
       config->http_listen.host == config->metrics_listen.host) {

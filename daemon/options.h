@@ -48,8 +48,11 @@ struct DaemonConfig {
   uint64_t http_max_request_bytes = 0;
   uint32_t http_idle_timeout_seconds = 0;
   uint32_t http_shutdown_grace_seconds = 0;
+  uint32_t http_max_connections = 0;
+  uint64_t http_max_buffered_bytes = 0;
 
   HostPort metrics_listen;
+  uint32_t metrics_request_timeout_ms = 0;
 
   LogLevel log_level = LogLevel::kInfo;
 

@@ -39,7 +39,10 @@ struct DerivedWait {
   std::function<void(Status)> continuation;
   std::vector<std::pair<ProcessorInstance*, uint64_t>> tokens;
   std::unique_ptr<boost::asio::steady_timer> timer;
+  uint64_t id = 0;  // in ApiRouter::waits_
 };
+
+Status ShuttingDown() { return Status(ErrorCode::kUnavailable, "the daemon is shutting down"); }
 
 }  // namespace
 
@@ -70,8 +73,21 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
       state->timer->cancel();
       for (auto& [instance, token] : state->tokens) instance->CancelApplied(token);
     }
+    {
+      std::lock_guard<std::mutex> lock(waits_mu_);
+      waits_.erase(state->id);
+    }
     PostToIo([fn = std::move(fn), status = std::move(status)] { fn(status); });
   };
+  {
+    // After OnServerStopping() took the waits, stopping_ is seen here.
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    if (!stopping_) {
+      state->id = ++next_wait_;
+      waits_.emplace(state->id, finish);
+    }
+  }
+  if (state->id == 0) return finish(ShuttingDown());
   state->timer->async_wait(
       [finish, min_lsn, container = std::string(container)](const boost::system::error_code& ec) {
         if (ec) return;  // cancelled: the views caught up

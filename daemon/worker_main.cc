@@ -138,7 +138,9 @@ int RunWorker(const DaemonConfig& config) {
   }
   // The exposer holds collectables weakly: this one lives until the end.
   auto collector = std::make_shared<WorkerCollector>(&workers);
-  auto address = metrics.Start(config.worker_metrics_listen, collector);
+  auto address =
+      metrics.Start(config.worker_metrics_listen,
+                    std::chrono::milliseconds(config.metrics_request_timeout_ms), collector);
   if (!address.ok()) {
     FEEDD_LOG(kError, "worker") << address.status().message();
     stop_all();

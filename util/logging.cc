@@ -45,6 +45,19 @@ const char* LevelName(LogLevel level) {
 
 }  // namespace
 
+bool LogRateLimiter::Allow(TimePoint now, uint64_t* suppressed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (logged_ && now - last_ < interval_) {
+    ++suppressed_;
+    return false;
+  }
+  logged_ = true;
+  last_ = now;
+  *suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
 
 bool ParseLogLevel(std::string_view text, LogLevel* level) {

@@ -7,20 +7,65 @@ feed head did not move, and that no item appeared.
 import http.client
 import json
 import re
+import resource
+import signal
 import socket
+import subprocess
 import threading
 import time
 import unittest
 import urllib.request
 import uuid
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, items_path, q
+from feedd_harness import FeeddDaemon, FeeddTestCase, feedd_binary, item_path, items_path, q
 
 NOT_A_CONTAINER = "nosuchcontainer"
 
 
 def uid(prefix):
     return "%s-%s" % (prefix, uuid.uuid4().hex[:12])
+
+
+def recv_all(sock):
+    """Everything the peer sends until it closes (a reset ends it too)."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def metrics_text(daemon, timeout=10):
+    conn = http.client.HTTPConnection(*daemon.ready["metrics"].rsplit(":", 1), timeout=timeout)
+    try:
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        body = resp.read().decode()
+        if resp.status != 200:
+            raise AssertionError("/metrics answered %d: %s" % (resp.status, body[:200]))
+        return body
+    finally:
+        conn.close()
+
+
+def metric_value(text, name, labels=""):
+    """The value of `name{labels}` in Prometheus text (0 when absent)."""
+    pattern = r"^%s%s (\S+)$" % (re.escape(name), re.escape("{%s}" % labels) if labels else "")
+    m = re.search(pattern, text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def wait_for(condition, what, timeout_s=20.0):
+    """Polls `condition` until it is true; fails after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.02)
 
 
 class _ErrorsBase(FeeddTestCase):
@@ -576,6 +621,240 @@ class SmallLimitsTest(_ErrorsBase):
         self.assertError(r, 413, "payload_too_large", "patch growing the item over the limit")
         self.assertEqual(self.c.head_lsn(), self.head)
         self.assertEqual(self.c.read("posts", pk, item_id)[2], before)
+
+
+class TransferEncodingTest(_ErrorsBase):
+    """RFC 9112 6.1: only `chunked` (alone) is understood; anything else is
+    refused, the connection closed, and the body never read as a request."""
+
+    def send_raw(self, data):
+        s = socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            return recv_all(s)
+        finally:
+            s.close()
+
+    def test_other_transfer_codings_are_refused_and_the_body_is_not_a_request(self):
+        pk, victim = uid("p"), uid("victim")
+        self.assertStatus(self.c.create("posts", {"id": victim, "postId": pk}), 201)
+        self.head = self.c.wait_quiescent()
+        hidden = ("DELETE %s HTTP/1.1\r\nHost: x\r\n\r\n" % item_path("posts", pk, victim)).encode()
+        new_id = uid("i")
+        item = json.dumps({"id": new_id, "postId": pk}).encode()
+        chunked_item = b"%x\r\n%s\r\n0\r\n\r\n" % (len(item), item)
+        for te, body in [(b"identity", hidden), (b"chunked, identity", hidden),
+                         (b"gzip", hidden), (b"gzip, chunked", chunked_item),
+                         (b"chunked, chunked", chunked_item)]:
+            with self.subTest(te=te):
+                data = self.send_raw(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                                     b"Content-Type: application/json\r\n"
+                                     b"Transfer-Encoding: " + te + b"\r\n\r\n" + body)
+                status = data[:12]
+                self.assertIn(status, (b"HTTP/1.1 501", b"HTTP/1.1 400"), "got %r" % data[:300])
+                self.assertEqual(data.count(b"HTTP/1.1 "), 1,
+                                 "a second response: the body was parsed as a request: %r" % data)
+                self.assertIn(b"Connection: close", data)
+                self.assertNothingWritten(("posts", pk, new_id), what="Transfer-Encoding " + te.decode())
+                self.assertStatus(self.c.read("posts", pk, victim), 200, "the hidden DELETE ran")
+        # Both a Content-Length and a Transfer-Encoding: a smuggling attempt.
+        data = self.send_raw(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n%s" % (len(chunked_item), chunked_item))
+        self.assertTrue(data.startswith(b"HTTP/1.1 400"), "got %r" % data[:300])
+        self.assertNothingWritten(("posts", pk, new_id), what="Content-Length with Transfer-Encoding")
+
+    def test_plain_chunked_still_works(self):
+        pk, item_id = uid("p"), uid("i")
+        item = json.dumps({"id": item_id, "postId": pk}).encode()
+        data = self.send_raw(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Type: application/json\r\nTransfer-Encoding: Chunked\r\n"
+                             b"Connection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(item), item))
+        self.assertTrue(data.startswith(b"HTTP/1.1 201"), "got %r" % data[:300])
+        self.assertStatus(self.c.read("posts", pk, item_id), 200)
+
+
+class ConnectionLimitTest(_ErrorsBase):
+    """http.max_connections: connections beyond it are answered 503 and closed."""
+
+    extra_args = ("--processors.enabled=false", "--http.max_connections=4")
+
+    def test_connections_over_the_cap_are_refused_and_the_daemon_recovers(self):
+        self.c.close()  # its kept-alive connection would count
+        before = metric_value(metrics_text(self.daemon), "feedd_http_connections_rejected_total",
+                              'reason="max_connections"')
+        idle = [socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)
+                for _ in range(4)]
+        try:
+            wait_for(lambda: metric_value(metrics_text(self.daemon),
+                                          "feedd_http_connections_open") == 4,
+                     "4 open connections")
+            extra = [socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)
+                     for _ in range(3)]
+            for s in extra:
+                data = recv_all(s)
+                s.close()
+                self.assertTrue(data.startswith(b"HTTP/1.1 503"), "got %r" % data[:300])
+                self.assertIn(b"http.max_connections", data)
+                self.assertIn(b"Retry-After", data)
+            text = metrics_text(self.daemon)
+            self.assertEqual(metric_value(text, "feedd_http_connections_rejected_total",
+                                          'reason="max_connections"') - before, 3)
+        finally:
+            for s in idle:
+                s.close()
+
+        def healthy():
+            c = self.daemon.client(timeout=20)
+            try:
+                return c.request("GET", "/healthz")[0] == 200
+            except (ConnectionError, http.client.HTTPException):
+                return False
+            finally:
+                c.close()
+        wait_for(healthy, "/healthz once the idle connections closed")
+
+    def test_max_connections_must_fit_the_open_files_limit(self):
+        def check(max_connections):
+            return subprocess.run(
+                [feedd_binary(), "--check-config", "--http.max_connections=%d" % max_connections],
+                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)),
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        r = check(900)
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("http.max_connections", r.stderr)
+        self.assertIn("ulimit -n", r.stderr)
+        r = check(700)
+        self.assertEqual(r.returncode, 0, r)
+
+
+class BufferedBodyLimitTest(_ErrorsBase):
+    """http.max_buffered_bytes bounds the request bodies held across connections."""
+
+    extra_args = ("--processors.enabled=false", "--http.max_request_bytes=200000",
+                  "--http.max_buffered_bytes=300000")
+
+    def start_body(self, length, chunk=b"x" * 1000):
+        s = socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)
+        s.sendall(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (length, chunk))
+        return s
+
+    def test_unfinished_bodies_over_the_cap_are_refused(self):
+        gauge = lambda: metric_value(metrics_text(self.daemon), "feedd_http_buffered_body_bytes")
+        refused = lambda: metric_value(metrics_text(self.daemon), "feedd_http_requests_refused_total",
+                                       'reason="max_buffered_bytes"')
+        before = refused()
+        held = [self.start_body(150000), self.start_body(140000)]
+        try:
+            wait_for(lambda: gauge() == 290000, "290000 buffered body bytes")
+            s = self.start_body(20000)
+            data = recv_all(s)
+            s.close()
+            self.assertTrue(data.startswith(b"HTTP/1.1 503"), "got %r" % data[:300])
+            self.assertIn(b"Retry-After", data)
+            self.assertIn(b"http.max_buffered_bytes", data)
+            self.assertEqual(refused() - before, 1)
+            # A chunked body is counted as it grows.
+            s = socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)
+            s.sendall(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"%x\r\n%s\r\n" % (20000, b"y" * 20000))
+            data = recv_all(s)
+            s.close()
+            self.assertTrue(data.startswith(b"HTTP/1.1 503"), "got %r" % data[:300])
+            self.assertEqual(refused() - before, 2)
+        finally:
+            for s in held:
+                s.close()
+        wait_for(lambda: gauge() == 0, "the buffered bytes released")
+        pk, item_id = uid("p"), uid("i")
+        self.assertStatus(self.c.create("posts", {"id": item_id, "postId": pk, "b": "z" * 100000}), 201)
+
+
+class MetricsSlowClientsTest(_ErrorsBase):
+    """Idle connections to the metrics port do not block /metrics for long."""
+
+    def test_idle_metrics_connections_time_out(self):
+        host, port = self.daemon.ready["metrics"].rsplit(":", 1)
+        idle = [socket.create_connection((host, int(port)), timeout=20) for _ in range(4)]
+        try:
+            # The exposer's default timeout is far below this client's.
+            self.assertIn("feedd_http_requests_total", metrics_text(self.daemon, timeout=15))
+        finally:
+            for s in idle:
+                s.close()
+
+    def test_a_taken_metrics_port_is_a_clear_start_up_error(self):
+        other = FeeddDaemon(extra_args=("--processors.enabled=false",), name="feedd-metrics-port")
+        try:
+            base = other.command
+
+            def command():
+                cmd = base()
+                cmd[cmd.index("--metrics-listen") + 1] = self.daemon.ready["metrics"]
+                return cmd
+            other.command = command
+            with self.assertRaises(AssertionError):
+                other.start()
+            logs = other.logs()
+            self.assertIn("metrics.listen", logs)
+            self.assertIn("Address already in use", logs)
+        finally:
+            other.cleanup()
+
+
+class ShutdownAnswersWaitsTest(FeeddTestCase):
+    """SIGTERM answers parked long polls and read-your-writes waits at once."""
+
+    def test_sigterm_answers_a_long_poll_and_a_min_lsn_wait(self):
+        daemon = FeeddDaemon(extra_args=("--http.shutdown_grace_seconds=120",), name="feedd-stop")
+        self.daemon = daemon
+        try:
+            daemon.start()
+            c = daemon.client()
+            pk, item_id = uid("p"), uid("i")
+            self.assertStatus(c.create("posts", {"id": item_id, "postId": pk}), 201)
+            c.close()
+            results = {}
+
+            def call(name, path, headers):
+                # Shorter than both waits: an answer must come from the stop.
+                conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=20)
+                try:
+                    conn.request("GET", path, headers=headers)
+                    resp = conn.getresponse()
+                    results[name] = (resp.status, resp.getheader("Retry-After"), resp.read())
+                except Exception as e:  # reset, EOF or timeout: no answer
+                    results[name] = e
+                finally:
+                    conn.close()
+            threads = [
+                threading.Thread(target=call, args=("poll", "/v1/changefeed?from=now&waitMs=30000", {})),
+                threading.Thread(target=call, args=("wait", item_path("posts", pk, item_id),
+                                                    {"X-Feedd-Min-Lsn": "1000000000",
+                                                     "X-Feedd-Wait-Ms": "60000"})),
+            ]
+            for t in threads:
+                t.start()
+            wait_for(lambda: metric_value(metrics_text(daemon), "feedd_http_requests_in_flight") >= 2,
+                     "both requests parked")
+            daemon.proc.send_signal(signal.SIGTERM)
+            for t in threads:
+                t.join()
+            self.assertEqual(daemon.proc.wait(timeout=60), 0)
+            poll, wait = results["poll"], results["wait"]
+            self.assertIsInstance(poll, tuple, "the long poll got no answer: %r" % (poll,))
+            self.assertIn(poll[0], (200, 503), poll)
+            if poll[0] == 200:
+                self.assertEqual(json.loads(poll[2])["changes"], [])
+            self.assertIsInstance(wait, tuple, "the min-LSN wait got no answer: %r" % (wait,))
+            self.assertEqual(wait[0], 503, wait)
+            self.assertEqual(wait[1], "1", wait)
+            self.assertEqual(json.loads(wait[2])["error"]["code"], "unavailable")
+        finally:
+            daemon.cleanup()
 
 
 if __name__ == "__main__":

@@ -96,6 +96,9 @@ TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   EXPECT_EQ(config.http_max_request_bytes, 8388608u);
   EXPECT_EQ(config.http_idle_timeout_seconds, 60u);
   EXPECT_EQ(config.http_shutdown_grace_seconds, 10u);
+  EXPECT_EQ(config.http_max_connections, 512u);
+  EXPECT_EQ(config.http_max_buffered_bytes, 268435456u);
+  EXPECT_EQ(config.metrics_request_timeout_ms, 3000u);
   EXPECT_EQ(config.metrics_listen.ToString(), "127.0.0.1:9464");
   EXPECT_EQ(config.log_level, LogLevel::kInfo);
   EXPECT_EQ(config.kafka.brokers, "embedded");
@@ -106,6 +109,14 @@ TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   ASSERT_EQ(config.store.containers.size(), DefaultContainers().size());
   EXPECT_EQ(config.store.containers[1].name, "posts");
   EXPECT_FALSE(flags_.help || flags_.version || flags_.check_config);
+}
+
+TEST_F(OptionsTest, BufferedBytesHoldAtLeastOneRequest) {
+  args_.push_back("--http.max_request_bytes=100000");
+  args_.push_back("--http.max_buffered_bytes=99999");
+  ExpectError("http.max_buffered_bytes: 99999 is less than http.max_request_bytes (100000)");
+  args_.back() = "--http.max_buffered_bytes=100000";
+  EXPECT_EQ(LoadOk().http_max_buffered_bytes, 100000u);
 }
 
 TEST_F(OptionsTest, CommandLineOverEnvironmentOverFileOverDefault) {
