@@ -64,12 +64,20 @@ std::string QueryResponseJson(const QueryResult& result) {
 
 }  // namespace
 
+void ApiRouter::AddParkedHeader(const std::string& container, std::optional<Lsn> min_lsn,
+                                HttpResponse* response) const {
+  if (!min_lsn) return;
+  if (std::optional<std::string> parked = ParkedAtOrBelow(container, *min_lsn)) {
+    response->headers.push_back({"X-Feedd-Parked", std::move(*parked)});
+  }
+}
+
 void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                         const HttpRequest& request, Responder responder) {
   Result<ReadAfter> after = ParseReadAfter(request);
   if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
 
-  auto read = [this, container = spec.name, pk, id,
+  auto read = [this, container = spec.name, pk, id, min_lsn = after->min_lsn,
                pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     std::string item;
@@ -78,6 +86,7 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
     if (!status.ok()) return pending->Send(ErrorResponse(status));
     HttpResponse response = JsonResponse(200, std::move(item));
     response.headers.push_back({"ETag", EtagOf(item_lsn)});
+    AddParkedHeader(container, min_lsn, &response);
     pending->Send(std::move(response));
   };
   if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, read);
@@ -97,12 +106,14 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   Result<QuerySpec> query = ParseQuerySpec(*body);
   if (!query.ok()) return responder.Send(ErrorResponse(query.status()));
 
-  auto run = [this, container = spec.name, query = std::move(*query),
+  auto run = [this, container = spec.name, query = std::move(*query), min_lsn = after->min_lsn,
               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     Result<QueryResult> result = store_->Query(container, query);
     if (!result.ok()) return pending->Send(ErrorResponse(result.status()));
-    pending->Send(JsonResponse(200, QueryResponseJson(*result)));
+    HttpResponse response = JsonResponse(200, QueryResponseJson(*result));
+    AddParkedHeader(container, min_lsn, &response);
+    pending->Send(std::move(response));
   };
   if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, run);
   run(Status::Ok());

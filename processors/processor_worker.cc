@@ -37,10 +37,12 @@ class ProcessorWorker::Impl {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
-        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
-                              config_.retry_backoff,
-                              // The daemon unreachable or restarting: wait for it.
-                              [](const Status& s) { return s.code() == ErrorCode::kUnavailable; }},
+        KeyedApplier::Options{
+            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff,
+            // The daemon unreachable or restarting: wait for it.
+            [](const Status& s) { return s.code() == ErrorCode::kUnavailable; },
+            // Parked: its offset moves on (docs/processors.md).
+            [this](const Change& change, const std::string&) { Settle(change.lsn); }},
         [this](const Change& change) { return ApplyOnce(change); },
         [this](const Change& change) { OnApplied(change); },
         [this](const std::string& error) { SetError(error); });
@@ -188,8 +190,13 @@ class ProcessorWorker::Impl {
 
   void OnApplied(const Change& change) {
     ++applied_;
+    Settle(change.lsn);
+  }
+
+  // The change at `lsn` was applied or parked: its offset may be committed.
+  void Settle(Lsn lsn) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = positions_.find(change.lsn);
+    auto it = positions_.find(lsn);
     if (it == positions_.end()) return;
     if (it->second.offset >= 0) {
       auto part = partitions_.find(it->second.partition);
@@ -296,7 +303,7 @@ class ProcessorWorker::Impl {
     return change;
   }
 
-  // Commits, per partition, the offset of the first change not yet applied.
+  // Commits, per partition, the offset of the first change not yet applied or parked.
   void CommitProgress(bool sync) {
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(8);
     {
@@ -342,7 +349,7 @@ class ProcessorWorker::Impl {
       }
       return false;
     };
-    while (busy() && applier_->parked() == 0) {
+    while (busy()) {
       if (drained_.wait_until(lock, deadline) == std::cv_status::timeout) break;
     }
   }
@@ -506,12 +513,12 @@ class ProcessorWorker::Impl {
       next = page_next;
     }
     rkt.reset();
-    // Wait until they are applied (or parked: then the partition waits too).
+    // Wait until they are applied or parked.
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       bool pending = false;
       for (Lsn lsn : waiting) pending = pending || positions_.count(lsn) != 0;
-      if (!pending || applier_->parked() > 0) break;
+      if (!pending) break;
       drained_.wait_for(lock, std::chrono::milliseconds(100));
     }
     return head;
