@@ -300,6 +300,52 @@ class WorkerTest(FeeddTestCase):
                            "the crash went unnoticed: the test did not test anything")
         self.assertEqual(w.stop(), 0, w.logs())
 
+    def test_a_parked_change_does_not_hold_the_workers_offsets(self):
+        # The daemon refuses the copy of a 200-character username into a post
+        # near storage.max_item_bytes (413, not transient): the worker parks
+        # that rename, applies the others, and commits offsets past it.
+        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024"]
+        self.daemon.start()
+        client = self.daemon.client()
+        for uid, name in (("u1", "ana"), ("u2", "bob")):
+            self.assertStatus(client.upsert("users", uid, uid, {
+                "id": uid, "userId": uid, "type": "user", "username": name}), 201)
+        for pid, uid, title in (("p1", "u1", "t" * 800), ("p2", "u2", "short")):
+            self.assertStatus(client.upsert("posts", pid, pid, {
+                "id": pid, "postId": pid, "type": "post", "userId": uid, "title": title,
+                "content": "c", "creationDate": "2024-01-01"}), 201)
+        w = Worker(self.daemon, "worker", ["--processor.usernames.max_attempts=1",
+                                           "--processor.usernames.retry_backoff_ms=1"])
+        self.workers.append(w)
+        self.wait_converged(w)
+        self.assertStatus(client.patch("users", "u1", "u1", [
+            {"op": "set", "path": "/username", "value": "a" * 200}]), 200)
+        self.assertStatus(client.patch("users", "u2", "u2", [
+            {"op": "set", "path": "/username", "value": "bobby"}]), 200)
+        deadline = time.monotonic() + 60
+        while (w.metric("feedd_worker_parked_changes", "usernames") != 1 or
+               client.read("posts", "p2", "p2")[2].get("userUsername") != "bobby"):
+            self.assertLess(time.monotonic(), deadline, "rename not parked/applied:\n" + w.logs())
+            time.sleep(0.05)
+        self.assertIn("payload_too_large", w.logs())
+        self.assertEqual(w.stop(), 0, w.logs())  # commits its offsets
+
+        from kafka import KafkaConsumer, TopicPartition
+        bootstrap = self.daemon.ready.get("kafka")
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="feedd-processor-usernames",
+                                 enable_auto_commit=False)
+        try:
+            parts = [TopicPartition("feedd.users", p)
+                     for p in sorted(consumer.partitions_for_topic("feedd.users") or ())]
+            self.assertTrue(parts, "no partitions of feedd.users at " + bootstrap)
+            ends = consumer.end_offsets(parts)
+            held = {tp.partition: (consumer.committed(tp), ends[tp]) for tp in parts
+                    if ends[tp] > 0 and consumer.committed(tp) != ends[tp]}
+        finally:
+            consumer.close()
+        self.assertEqual(held, {}, "offsets of feedd.users (committed, end) held back by the "
+                         "parked change")
+
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()
         r = subprocess.run([self.daemon.binary, "worker"] + daemon_settings() +
