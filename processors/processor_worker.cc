@@ -104,6 +104,7 @@ class ProcessorWorker::Impl {
     if (stopping_.exchange(true)) return;
     if (poll_thread_.joinable()) poll_thread_.join();
     applier_->Stop();
+    LogForgottenParked();
     SetState("stopped");
   }
 
@@ -159,6 +160,24 @@ class ProcessorWorker::Impl {
     PartitionKey partition;
     int64_t offset = -1;  // -1: applied from the durable feed
   };
+
+  // A worker keeps parked changes in memory only: name them (the first 20)
+  // before they are gone, so that the operator can verify and repair.
+  void LogForgottenParked() {
+    constexpr size_t kNamed = 20;
+    std::vector<ParkedChange> parked = applier_->Parked();
+    if (parked.empty()) return;
+    std::string named;
+    for (size_t i = 0; i < parked.size() && i < kNamed; ++i) {
+      const ParkedChange& p = parked[i];
+      named += (i == 0 ? "" : ", ") + std::string("LSN ") + std::to_string(p.lsn) + " (" +
+               p.container + "/" + p.partition_key + "/" + p.id + ")";
+    }
+    if (parked.size() > kNamed) named += ", ...";
+    FEEDD_LOG(kError, "worker") << config_.name << ": stopping with " << parked.size()
+                                << " parked change(s), which are forgotten: " << named
+                                << "; verify (--worker.verify=true) and repair";
+  }
 
   // ---- applying (worker threads) ----
   HttpClient* LeaseClient() {

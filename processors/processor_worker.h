@@ -18,7 +18,7 @@
 //   LSN. A change that keeps failing is parked (with the later changes of
 //   its key) and counts as applied for the offsets, so its partition's
 //   offset moves on; the worker keeps it in memory only (logged, counted in
-//   GetStatus().parked): a restart forgets it.
+//   GetStatus().parked): a restart forgets it (Stop() logs what it forgets).
 //
 //   Behind retention: offsets are contiguous, so when the next message of a
 //   partition is not the expected one (the committed offset, then the one

@@ -329,6 +329,8 @@ class WorkerTest(FeeddTestCase):
             time.sleep(0.05)
         self.assertIn("payload_too_large", w.logs())
         self.assertEqual(w.stop(), 0, w.logs())  # commits its offsets
+        self.assertIn("usernames: stopping with 1 parked change(s), which are forgotten: LSN ",
+                      w.logs())
 
         from kafka import KafkaConsumer, TopicPartition
         bootstrap = self.daemon.ready.get("kafka")
