@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -102,14 +103,22 @@ class ApiRouter : public HttpHandler {
   void GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                const HttpRequest& request, Responder responder);
   void QueryItems(const ContainerSpec& spec, const HttpRequest& request, Responder responder);
+  // Adds X-Feedd-Parked to a read that carried X-Feedd-Min-Lsn, when due.
+  void AddParkedHeader(const std::string& container, std::optional<Lsn> min_lsn,
+                       HttpResponse* response) const;
   // processor_handlers.cc
   // Read-your-writes on derived views: calls `continuation` with OK once
   // every processor writing into `container` has applied `min_lsn` (at
   // once, on the caller's thread, when none writes there), with
   // lsn_wait_timeout after `wait`, or with unavailable when the server
   // stops (on an I/O thread; at once when it is already stopping).
+  // A parked change counts as applied (docs/processors.md, "Failure isolation").
   void WaitForDerivedViews(std::string_view container, Lsn min_lsn, std::chrono::milliseconds wait,
                            std::function<void(Status)> continuation);
+  // The X-Feedd-Parked value of a read of `container` with X-Feedd-Min-Lsn
+  // `min_lsn`: per processor writing into it, its oldest parked change when
+  // that is at or below `min_lsn`; nullopt when there is none (docs/api.md).
+  std::optional<std::string> ParkedAtOrBelow(std::string_view container, Lsn min_lsn) const;
 
   void ListProcessors(Responder responder);
   void ShowProcessor(ProcessorInstance& instance, Responder responder);

@@ -6,6 +6,7 @@
 
 #include "daemon/api_router.h"
 #include "daemon/http_util.h"
+#include "util/http_client.h"
 
 namespace feedd {
 namespace {
@@ -111,6 +112,22 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
     if (state->finished) w->CancelApplied(token);
     state->tokens.emplace_back(w, token);
   }
+}
+
+std::optional<std::string> ApiRouter::ParkedAtOrBelow(std::string_view container,
+                                                      Lsn min_lsn) const {
+  if (options_.processors == nullptr) return std::nullopt;
+  std::string out;
+  for (ProcessorInstance* w : options_.processors->WritersOf(std::string(container))) {
+    std::optional<ParkedChange> p = w->OldestParked(min_lsn);
+    if (!p) continue;
+    if (!out.empty()) out += ", ";
+    out += w->name() + "; lsn=" + std::to_string(p->lsn) +
+           "; item=" + PercentEncodeSegment(p->container) + "/" +
+           PercentEncodeSegment(p->partition_key) + "/" + PercentEncodeSegment(p->id);
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 void ApiRouter::ListProcessors(Responder responder) {

@@ -82,12 +82,20 @@ HttpResponse QueryErrorResponse(const Status& status, const QueryCost& spent) {
 
 }  // namespace
 
+void ApiRouter::AddParkedHeader(const std::string& container, std::optional<Lsn> min_lsn,
+                                HttpResponse* response) const {
+  if (!min_lsn) return;
+  if (std::optional<std::string> parked = ParkedAtOrBelow(container, *min_lsn)) {
+    response->headers.push_back({"X-Feedd-Parked", std::move(*parked)});
+  }
+}
+
 void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                         const HttpRequest& request, Responder responder) {
   Result<ReadAfter> after = ParseReadAfter(request);
   if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
 
-  auto read = [this, container = spec.name, pk, id,
+  auto read = [this, container = spec.name, pk, id, min_lsn = after->min_lsn,
                pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     std::string item;
@@ -96,6 +104,7 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
     if (!status.ok()) return pending->Send(ErrorResponse(status));
     HttpResponse response = JsonResponse(200, std::move(item));
     response.headers.push_back({"ETag", EtagOf(item_lsn)});
+    AddParkedHeader(container, min_lsn, &response);
     pending->Send(std::move(response));
   };
   if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, read);
@@ -117,10 +126,10 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   query->limits = options_.query_limits;
 
   // The query itself runs on a query thread, never on an I/O thread.
-  auto run = [this, container = spec.name, query = std::move(*query),
+  auto run = [this, container = spec.name, query = std::move(*query), min_lsn = after->min_lsn,
               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
-    bool queued = queries_.Submit([this, container, query, pending](bool cancelled) {
+    bool queued = queries_.Submit([this, container, query, min_lsn, pending](bool cancelled) {
       if (cancelled) {
         return pending->Send(
             ErrorResponse(Status(ErrorCode::kUnavailable, "the daemon is shutting down")));
@@ -128,7 +137,9 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
       QueryCost spent;
       Result<QueryResult> result = store_->Query(container, query, &spent);
       if (!result.ok()) return pending->Send(QueryErrorResponse(result.status(), spent));
-      pending->Send(JsonResponse(200, QueryResponseJson(*result)));
+      HttpResponse response = JsonResponse(200, QueryResponseJson(*result));
+      AddParkedHeader(container, min_lsn, &response);
+      pending->Send(std::move(response));
     });
     if (queued) return;
     pending->Send(ErrorResponse(

@@ -44,4 +44,28 @@ Result<Change> ParseChange(std::string_view envelope_json) {
   return c;
 }
 
+ChangeRecord ToChangeRecord(const Change& change) {
+  auto image = [](const std::optional<boost::json::object>& o) {
+    return o ? boost::json::value(*o) : boost::json::value(nullptr);
+  };
+  ChangeRecord record;
+  record.lsn = change.lsn;
+  record.ts_ms = change.ts_ms;
+  record.op = change.op;
+  record.container = change.container;
+  record.partition_key = change.partition_key;
+  record.id = change.id;
+  record.envelope_json = boost::json::serialize(boost::json::object{
+      {"lsn", change.lsn},
+      {"op", ChangeOpName(change.op)},
+      {"container", change.container},
+      {"partitionKey", change.partition_key},
+      {"id", change.id},
+      {"ts", change.ts_ms},
+      {"before", image(change.before)},
+      {"after", image(change.after)},
+  });
+  return record;
+}
+
 }  // namespace feedd

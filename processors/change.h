@@ -29,4 +29,8 @@ struct Change {
 // "before","after"}).
 Result<Change> ParseChange(std::string_view envelope_json);
 
+// The change as a feed record, its envelope written back (ParseChange()
+// reads it again).
+ChangeRecord ToChangeRecord(const Change& change);
+
 }  // namespace feedd

@@ -153,6 +153,7 @@ bool KeyedApplier::ParkIfKeyParked(const std::string& key, Change& change) {
   std::lock_guard<std::mutex> lock(park_mutex_);
   auto it = parked_.find(key);
   if (it == parked_.end()) return false;
+  ReportParked(change, "");
   it->second.push_back({std::move(change), ""});
   ++parked_count_;
   ++parked_total_;
@@ -164,14 +165,26 @@ void KeyedApplier::Park(Change change, const std::string& error) {
   ParkWithKey(key, std::move(change), error);
 }
 
+void KeyedApplier::Restore(Change change, const std::string& error) {
+  std::string key = kind_->OrderingKey(change);
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  parked_[key].push_back({std::move(change), error});
+  ++parked_count_;
+}
+
 void KeyedApplier::ParkWithKey(const std::string& key, Change change, const std::string& error) {
   FEEDD_LOG(kError, "processor") << options_.name << ": parked LSN " << change.lsn << " ("
                                  << change.container << "/" << change.id
                                  << ") and later changes of key '" << key << "': " << error;
   std::lock_guard<std::mutex> lock(park_mutex_);
+  ReportParked(change, error);
   parked_[key].push_back({std::move(change), error});
   ++parked_count_;
   ++parked_total_;
+}
+
+void KeyedApplier::ReportParked(const Change& change, const std::string& error) {
+  if (options_.on_parked) options_.on_parked(change, error);
 }
 
 std::vector<ParkedChange> KeyedApplier::Parked() const {

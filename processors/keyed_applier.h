@@ -11,7 +11,8 @@
 // ApplyFn one by one, so what follows holds per change. A failure is
 // retried with exponential backoff, and after `max_attempts` the change is
 // parked together with every later change of its key (order kept) until
-// ReplayParked(). Other keys keep flowing. Nothing is dropped except by
+// ReplayParked(). Other keys keep flowing, and Options::on_parked lets the
+// owner record a parked change and count it as done for its watermark. Nothing is dropped except by
 // Stop(), whose owner re-reads from its last recorded position.
 //
 // Thread-safety: Dispatch(), Park(), Parked(), ReplayParked() and the
@@ -55,6 +56,12 @@ class KeyedApplier {
     // restarting): retried without counting as attempts, the backoff capped
     // at 5 s, until they pass or the applier stops. Never parked for them.
     std::function<bool(const Status&)> transient;
+    // After a change was parked (by Park(), after its last attempt, or
+    // behind an earlier parked change of its key), with its error (empty
+    // behind another): on the parking thread, under the applier's park lock
+    // (so a replay cannot overtake it; it must not call the applier). Not
+    // for Restore(). The owner uses it to keep the change and move past it.
+    std::function<void(const Change&, const std::string& error)> on_parked;
   };
   // Applies one change and commits its effects; OK when they are committed.
   using ApplyFn = std::function<Status(const Change&)>;
@@ -80,6 +87,9 @@ class KeyedApplier {
   void Dispatch(Change change);
   // Parks `change` (and later changes of its key) without applying it.
   void Park(Change change, const std::string& error);
+  // Parks again a change that was parked before a restart, in LSN order per
+  // key, without Options::on_parked.
+  void Restore(Change change, const std::string& error);
 
   std::vector<ParkedChange> Parked() const;
   // Puts every parked change back in front of its thread's queue, in order
@@ -114,6 +124,8 @@ class KeyedApplier {
   bool ApplyWithRetries(const Change& change, std::string* error);
   bool ParkIfKeyParked(const std::string& key, Change& change);
   void ParkWithKey(const std::string& key, Change change, const std::string& error);
+  // Options::on_parked; REQUIRES: park_mutex_ held.
+  void ReportParked(const Change& change, const std::string& error);
 
   const ProcessorKind* const kind_;
   const Options options_;

@@ -45,10 +45,16 @@ class ProcessorInstance::Impl {
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
         KeyedApplier::Options{
-            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff, {}},
+            config_.name,
+            config_.parallelism,
+            config_.max_attempts,
+            config_.retry_backoff,
+            {},
+            [this](const Change& change, const std::string& error) { OnParked(change, error); }},
         [this](const Change& change) { return Apply(std::span<const Change>(&change, 1)); },
         [this](const Change& change) {
           ++applied_count_;
+          Unpark(change.lsn);
           Done(change.lsn);
         },
         [this](const std::string& error) { SetError(error); },
@@ -72,6 +78,7 @@ class ProcessorInstance::Impl {
       persisted_ = store_->HeadLsn();
       if (Status s = RebuildLocked(); !s.ok()) return s;
     }
+    if (Status s = RestoreParked(); !s.ok()) return s;
     next_read_ = applied_.value() + 1;
     StartThreads();
     FEEDD_LOG(kInfo, "processor") << config_.name << " (" << config_.kind << ", " << SourceName()
@@ -141,6 +148,12 @@ class ProcessorInstance::Impl {
   }
 
   std::vector<ParkedChange> Parked() const { return applier_->Parked(); }
+
+  std::optional<ParkedChange> OldestParked(Lsn at_or_below) const {
+    std::lock_guard<std::mutex> lock(parked_mutex_);
+    if (parked_.empty() || parked_.begin()->first > at_or_below) return std::nullopt;
+    return parked_.begin()->second;
+  }
 
   size_t ReplayParked() {
     std::lock_guard<std::mutex> control(control_mutex_);  // the applier stays up
@@ -218,6 +231,10 @@ class ProcessorInstance::Impl {
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilding from the current data (head LSN "
                                   << head << ")";
     applier_->ClearParked();
+    if (Status s = DropParked(); !s.ok()) {
+      SetError("rebuild failed: " + s.ToString());
+      return s;
+    }
     // Flushes during the rebuild keep the old watermark; the last commit
     // records the head: changes after it are applied again (idempotently).
     Lsn keep = applied_.value();
@@ -290,6 +307,78 @@ class ProcessorInstance::Impl {
       advance_to = watermark_;
     }
     applied_.Advance(advance_to);
+  }
+
+  // ---- parked changes: kept in the store, so W (and retention) moves on ----
+  // Options::on_parked: keeps the change in the store, then counts it as
+  // done for W. If it cannot be kept, W waits for it (as for a change being
+  // applied) until a replay applies it.
+  void OnParked(const Change& change, const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(parked_mutex_);
+      parked_[change.lsn] =
+          ParkedChange{"", change.lsn, change.container, change.partition_key, change.id, error};
+    }
+    Status s = store_->PutParked(consumer_name_, ParkedRecord{ToChangeRecord(change), error});
+    if (!s.ok()) {
+      SetError("keeping parked LSN " + std::to_string(change.lsn) + ": " + s.ToString());
+      return;
+    }
+    Done(change.lsn);
+  }
+
+  // After `lsn` was applied: forgets it if it was parked.
+  void Unpark(Lsn lsn) {
+    {
+      std::lock_guard<std::mutex> lock(parked_mutex_);
+      if (parked_.erase(lsn) == 0) return;
+    }
+    if (Status s = store_->DeleteParked(consumer_name_, lsn); !s.ok()) {
+      // Kept: after a restart it is parked again, and a replay applies it
+      // again, which changes nothing.
+      SetError("forgetting replayed LSN " + std::to_string(lsn) + ": " + s.ToString());
+    }
+  }
+
+  // Parks again what was parked before the restart (all <= W).
+  Status RestoreParked() {
+    Result<std::vector<ParkedRecord>> kept = store_->ListParked(consumer_name_);
+    if (!kept.ok()) return kept.status();
+    for (ParkedRecord& p : *kept) {
+      Result<Change> parsed = ParseChange(p.change.envelope_json);
+      Change change = parsed.ok() ? std::move(*parsed) : Change{p.change.lsn,
+                                                                p.change.op,
+                                                                p.change.container,
+                                                                p.change.partition_key,
+                                                                p.change.id,
+                                                                p.change.ts_ms,
+                                                                {},
+                                                                {}};
+      {
+        std::lock_guard<std::mutex> lock(parked_mutex_);
+        parked_[change.lsn] = ParkedChange{
+            "", change.lsn, change.container, change.partition_key, change.id, p.error};
+      }
+      applier_->Restore(std::move(change), p.error);
+    }
+    if (!kept->empty()) {
+      FEEDD_LOG(kWarning, "processor") << config_.name << ": " << kept->size()
+                                       << " changes are still parked (replay them to retry)";
+    }
+    return Status::Ok();
+  }
+
+  // A rebuild derives the view from the current data: nothing stays parked.
+  Status DropParked() {
+    std::map<Lsn, ParkedChange> parked;
+    {
+      std::lock_guard<std::mutex> lock(parked_mutex_);
+      parked.swap(parked_);
+    }
+    for (const auto& [lsn, p] : parked) {
+      if (Status s = store_->DeleteParked(consumer_name_, lsn); !s.ok()) return s;
+    }
+    return Status::Ok();
   }
 
   void Checkpoint(bool force) {
@@ -549,6 +638,10 @@ class ProcessorInstance::Impl {
 
   std::atomic<uint64_t> rebuilds_{0};
 
+  // The parked changes by LSN, as kept in the store (ParkedChange::key unset).
+  mutable std::mutex parked_mutex_;
+  std::map<Lsn, ParkedChange> parked_;
+
   StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
 };
@@ -575,6 +668,9 @@ uint64_t ProcessorInstance::OnApplied(Lsn lsn, std::function<void()> fn) {
 }
 void ProcessorInstance::CancelApplied(uint64_t token) { impl_->CancelApplied(token); }
 std::vector<ParkedChange> ProcessorInstance::Parked() const { return impl_->Parked(); }
+std::optional<ParkedChange> ProcessorInstance::OldestParked(Lsn at_or_below) const {
+  return impl_->OldestParked(at_or_below);
+}
 size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
 Status ProcessorInstance::Rebuild() { return impl_->Rebuild(); }
 Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait,

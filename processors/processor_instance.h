@@ -21,7 +21,10 @@
 //
 //   A change whose apply fails is retried with exponential backoff; after
 //   `max_attempts` it is parked with every later change of its ordering key
-//   (other keys keep flowing) until ReplayParked(). A parked change holds W.
+//   (other keys keep flowing) until ReplayParked(). A parked change is kept
+//   in the store with its envelope (DocumentStore::PutParked) and then
+//   counts as done for W, so it holds neither W nor retention; it stays
+//   parked across restarts, and is forgotten once a replay applies it.
 //
 // Concurrency
 //   All public methods are thread-safe. OnApplied() callbacks run on a
@@ -116,6 +119,9 @@ class ProcessorInstance {
   void CancelApplied(uint64_t token);
 
   std::vector<ParkedChange> Parked() const;
+  // The parked change with the smallest LSN, when that LSN is <= at_or_below
+  // (its `key` is empty).
+  std::optional<ParkedChange> OldestParked(Lsn at_or_below) const;
   // Retries every parked change, in order per key. Returns how many.
   size_t ReplayParked();
   // Derives the view from scratch and continues from the head at its start.

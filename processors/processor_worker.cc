@@ -39,10 +39,12 @@ class ProcessorWorker::Impl {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
-        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
-                              config_.retry_backoff,
-                              // The daemon unreachable or restarting: wait for it.
-                              [](const Status& s) { return s.code() == ErrorCode::kUnavailable; }},
+        KeyedApplier::Options{
+            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff,
+            // The daemon unreachable or restarting: wait for it.
+            [](const Status& s) { return s.code() == ErrorCode::kUnavailable; },
+            // Parked: its offset moves on (docs/processors.md).
+            [this](const Change& change, const std::string&) { Settle(change.lsn); }},
         [this](const Change& change) { return ApplyOnce(change); },
         [this](const Change& change) { OnApplied(change); },
         [this](const std::string& error) { SetError(error); });
@@ -104,6 +106,7 @@ class ProcessorWorker::Impl {
     if (stopping_.exchange(true)) return;
     if (poll_thread_.joinable()) poll_thread_.join();
     applier_->Stop();
+    LogForgottenParked();
     SetState("stopped");
   }
 
@@ -160,6 +163,24 @@ class ProcessorWorker::Impl {
     int64_t offset = -1;  // -1: applied from the durable feed
   };
 
+  // A worker keeps parked changes in memory only: name them (the first 20)
+  // before they are gone, so that the operator can verify and repair.
+  void LogForgottenParked() {
+    constexpr size_t kNamed = 20;
+    std::vector<ParkedChange> parked = applier_->Parked();
+    if (parked.empty()) return;
+    std::string named;
+    for (size_t i = 0; i < parked.size() && i < kNamed; ++i) {
+      const ParkedChange& p = parked[i];
+      named += (i == 0 ? "" : ", ") + std::string("LSN ") + std::to_string(p.lsn) + " (" +
+               p.container + "/" + p.partition_key + "/" + p.id + ")";
+    }
+    if (parked.size() > kNamed) named += ", ...";
+    FEEDD_LOG(kError, "worker") << config_.name << ": stopping with " << parked.size()
+                                << " parked change(s), which are forgotten: " << named
+                                << "; verify (--worker.verify=true) and repair";
+  }
+
   // ---- applying (worker threads) ----
   HttpClient* LeaseClient() {
     std::lock_guard<std::mutex> lock(clients_mutex_);
@@ -190,8 +211,13 @@ class ProcessorWorker::Impl {
 
   void OnApplied(const Change& change) {
     ++applied_;
+    Settle(change.lsn);
+  }
+
+  // The change at `lsn` was applied or parked: its offset may be committed.
+  void Settle(Lsn lsn) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = positions_.find(change.lsn);
+    auto it = positions_.find(lsn);
     if (it == positions_.end()) return;
     if (it->second.offset >= 0) {
       auto part = partitions_.find(it->second.partition);
@@ -297,7 +323,7 @@ class ProcessorWorker::Impl {
     return change;
   }
 
-  // Commits, per partition, the offset of the first change not yet applied.
+  // Commits, per partition, the offset of the first change not yet applied or parked.
   void CommitProgress(bool sync) {
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(8);
     {
@@ -343,7 +369,7 @@ class ProcessorWorker::Impl {
       }
       return false;
     };
-    while (busy() && applier_->parked() == 0) {
+    while (busy()) {
       if (drained_.wait_until(lock, deadline) == std::cv_status::timeout) break;
     }
   }
@@ -517,12 +543,12 @@ class ProcessorWorker::Impl {
       if (changes.empty() || page_next <= next) break;
       next = page_next;
     }
-    // Wait until they are applied (or parked: then the partition waits too).
+    // Wait until they are applied or parked.
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       bool pending = false;
       for (Lsn lsn : waiting) pending = pending || positions_.count(lsn) != 0;
-      if (!pending || applier_->parked() > 0) break;
+      if (!pending) break;
       drained_.wait_for(lock, std::chrono::milliseconds(100));
     }
     return head;

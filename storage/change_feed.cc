@@ -187,10 +187,56 @@ Status ChangeFeed::AckConsumer(const std::string& name, Lsn acked) {
 
 Status ChangeFeed::UnregisterConsumer(const std::string& name) {
   std::lock_guard<std::mutex> lock(consumers_mutex_);
-  auto s = db_->db()->Delete(rocksdb::WriteOptions(), std::string(kf::kMetaConsumerPrefix) + name);
+  rocksdb::WriteBatch batch;
+  batch.Delete(db_->meta(), std::string(kf::kMetaConsumerPrefix) + name);
+  const std::string prefix = kf::MetaParkedPrefix(name);
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db()->NewIterator(rocksdb::ReadOptions(), db_->meta()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    batch.Delete(db_->meta(), it->key());
+  }
+  if (!it->status().ok()) {
+    return FromRocks(it->status(), ErrorCode::kStorageError, "unregister consumer " + name);
+  }
+  auto s = db_->db()->Write(rocksdb::WriteOptions(), &batch);
   if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "unregister consumer " + name);
   consumers_.erase(name);
   return Status::Ok();
+}
+
+Status ChangeFeed::PutParked(const std::string& consumer, const ParkedRecord& parked) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  auto s = db_->db()->Put(wo, db_->meta(), kf::MetaParkedKey(consumer, parked.change.lsn),
+                          kf::ParkedValue(parked.error, parked.change));
+  return s.ok() ? Status::Ok()
+                : FromRocks(s, ErrorCode::kStorageError, "park a change of " + consumer);
+}
+
+Status ChangeFeed::DeleteParked(const std::string& consumer, Lsn lsn) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  auto s = db_->db()->Delete(wo, db_->meta(), kf::MetaParkedKey(consumer, lsn));
+  return s.ok() ? Status::Ok()
+                : FromRocks(s, ErrorCode::kStorageError, "unpark a change of " + consumer);
+}
+
+Result<std::vector<ParkedRecord>> ChangeFeed::ListParked(const std::string& consumer) const {
+  const std::string prefix = kf::MetaParkedPrefix(consumer);
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db()->NewIterator(rocksdb::ReadOptions(), db_->meta()));
+  std::vector<ParkedRecord> out;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    ParkedRecord parked;
+    if (!kf::DecodeParked(it->key().ToStringView(), it->value().ToStringView(), &parked.error,
+                          &parked.change)) {
+      return Status(ErrorCode::kStorageError, "corrupt parked record of " + consumer);
+    }
+    out.push_back(std::move(parked));
+  }
+  if (!it->status().ok())
+    return FromRocks(it->status(), ErrorCode::kStorageError, "list parked changes of " + consumer);
+  return out;
 }
 
 bool ChangeFeed::IsRegistered(const std::string& name) const {

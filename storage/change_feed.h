@@ -54,6 +54,10 @@ class ChangeFeed {
   Status UnregisterConsumer(const std::string& name);
   std::vector<ConsumerWatermark> Consumers() const;
   bool IsRegistered(const std::string& name) const;
+  // A consumer's parked changes (DocumentStore::PutParked and friends).
+  Status PutParked(const std::string& consumer, const ParkedRecord& parked);
+  Status DeleteParked(const std::string& consumer, Lsn lsn);
+  Result<std::vector<ParkedRecord>> ListParked(const std::string& consumer) const;
   // Records in memory an ack that was persisted elsewhere (a view write).
   void NoteAcked(const std::string& name, Lsn acked);
 

@@ -133,6 +133,15 @@ class RocksDocumentStore final : public DocumentStore {
     return feed_.UnregisterConsumer(name);
   }
   std::vector<ConsumerWatermark> Consumers() const override { return feed_.Consumers(); }
+  Status PutParked(const std::string& consumer, const ParkedRecord& parked) override {
+    return feed_.PutParked(consumer, parked);
+  }
+  Status DeleteParked(const std::string& consumer, Lsn lsn) override {
+    return feed_.DeleteParked(consumer, lsn);
+  }
+  Result<std::vector<ParkedRecord>> ListParked(const std::string& consumer) const override {
+    return feed_.ListParked(consumer);
+  }
   Status EnforceRetention() override { return feed_.EnforceRetention(); }
 
   Status Health() const override {

@@ -46,6 +46,13 @@ struct ConsumerWatermark {
   Lsn acked = 0;  // every change with LSN <= acked is no longer needed by it
 };
 
+// A change a processor could not apply, kept apart from the change feed so
+// that retention need not keep the feed for it (docs/processors.md).
+struct ParkedRecord {
+  ChangeRecord change;  // envelope_json as the processor last had it
+  std::string error;    // why it was parked (empty: parked behind an earlier one)
+};
+
 struct StoreStats {
   Lsn head_lsn = 0;
   Lsn oldest_retained_lsn = 1;
@@ -136,8 +143,15 @@ class DocumentStore {
   // retention. Registration and acks are durable.
   virtual Status RegisterConsumer(const std::string& name, Lsn acked) = 0;
   virtual Status AckConsumer(const std::string& name, Lsn acked) = 0;
+  // Also drops the consumer's parked changes.
   virtual Status UnregisterConsumer(const std::string& name) = 0;
   virtual std::vector<ConsumerWatermark> Consumers() const = 0;
+  // A consumer's parked changes, by LSN; durable when the call returns, and
+  // independent of retention (a parked change keeps its own envelope).
+  virtual Status PutParked(const std::string& consumer, const ParkedRecord& parked) = 0;
+  virtual Status DeleteParked(const std::string& consumer, Lsn lsn) = 0;
+  // In LSN order.
+  virtual Result<std::vector<ParkedRecord>> ListParked(const std::string& consumer) const = 0;
   // One retention pass now (it also runs every retention_interval_ms).
   virtual Status EnforceRetention() = 0;
 

@@ -22,6 +22,18 @@ std::string MetaContainerKey(std::string_view container) {
   return "container/" + std::string(container);
 }
 
+std::string MetaParkedPrefix(std::string_view consumer) {
+  std::string key = "parked/";
+  PutLengthPrefixed(&key, consumer);
+  return key;
+}
+
+std::string MetaParkedKey(std::string_view consumer, uint64_t lsn) {
+  std::string key = MetaParkedPrefix(consumer);
+  PutU64(&key, lsn);
+  return key;
+}
+
 std::string MetaIndexBuiltKey(std::string_view container, std::string_view path) {
   std::string key = "index_built/";
   key += container;
@@ -213,6 +225,24 @@ bool DecodeFeedValue(std::string_view value, ChangeRecord* record) {
   record->id.assign(id);
   record->envelope_json.assign(value);
   return true;
+}
+
+std::string ParkedValue(std::string_view error, const ChangeRecord& record) {
+  std::string out;
+  PutLengthPrefixed(&out, error);
+  out += FeedValue(record.ts_ms, record.op, record.container, record.partition_key, record.id,
+                   record.envelope_json);
+  return out;
+}
+
+bool DecodeParked(std::string_view key, std::string_view value, std::string* error,
+                  ChangeRecord* record) {
+  std::string_view text;
+  if (key.size() < 8 || !GetLengthPrefixed(&value, &text)) return false;
+  key.remove_prefix(key.size() - 8);
+  if (!GetU64(&key, &record->lsn)) return false;
+  error->assign(text);
+  return DecodeFeedValue(value, record);
 }
 
 bool PeekFeedContainer(std::string_view value, std::string_view* container) {

@@ -26,6 +26,9 @@ inline constexpr std::string_view kMetaFeedTruncatedBefore = "feed_truncated_bef
 std::string MetaContainerKey(std::string_view container);
 std::string MetaIndexBuiltKey(std::string_view container, std::string_view path);
 inline constexpr std::string_view kMetaConsumerPrefix = "consumer/";
+// parked/ + lp(consumer) + u64be(lsn): a change a processor parked.
+std::string MetaParkedPrefix(std::string_view consumer);
+std::string MetaParkedKey(std::string_view consumer, uint64_t lsn);
 
 // ---- primitives ----
 void PutLengthPrefixed(std::string* out, std::string_view s);
@@ -60,6 +63,13 @@ std::string FeedValue(uint64_t ts_ms, ChangeOp op, std::string_view container,
                       std::string_view envelope_json);
 // Fills every field of *record but lsn. False when malformed.
 bool DecodeFeedValue(std::string_view value, ChangeRecord* record);
+
+// ---- parked changes (metadata) ----
+// lp(error) + the change's FeedValue().
+std::string ParkedValue(std::string_view error, const ChangeRecord& record);
+// Decodes a parked record: the LSN from its key, the rest from its value.
+bool DecodeParked(std::string_view key, std::string_view value, std::string* error,
+                  ChangeRecord* record);
 // The container of a feed value without decoding the rest.
 bool PeekFeedContainer(std::string_view value, std::string_view* container);
 

@@ -57,6 +57,15 @@ class ForwardingStore : public DocumentStore {
     return inner_->UnregisterConsumer(name);
   }
   std::vector<ConsumerWatermark> Consumers() const override { return inner_->Consumers(); }
+  Status PutParked(const std::string& consumer, const ParkedRecord& parked) override {
+    return inner_->PutParked(consumer, parked);
+  }
+  Status DeleteParked(const std::string& consumer, Lsn lsn) override {
+    return inner_->DeleteParked(consumer, lsn);
+  }
+  Result<std::vector<ParkedRecord>> ListParked(const std::string& consumer) const override {
+    return inner_->ListParked(consumer);
+  }
   Status EnforceRetention() override { return inner_->EnforceRetention(); }
   Status Health() const override { return inner_->Health(); }
   StoreStats Stats() const override { return inner_->Stats(); }

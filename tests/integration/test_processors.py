@@ -1143,6 +1143,107 @@ class ProcessorsTest(FeeddTestCase):
         self.write_blog(plan, writers, 0.6, 1.0, with_users=False)
         self.quiesce_and_check(plan, "processors enabled on existing data", source="kafka")
 
+    # ---- a parked change stays contained to its key
+
+    def test_a_parked_change_stays_contained_to_its_key(self):
+        """A rename whose copy cannot be written (the post would outgrow
+        storage.max_item_bytes) parks in `usernames`; reads of other keys with
+        X-Feedd-Min-Lsn answer at once, the parked key is named in
+        X-Feedd-Parked, the watermark (retention) moves on, and the parked
+        change survives a restart until a replay applies it."""
+        def poll(what, fn, timeout_s=20.0):
+            deadline = time.monotonic() + timeout_s
+            while True:
+                value = fn()
+                if value:
+                    return value
+                if time.monotonic() > deadline:
+                    self.fail("timed out waiting for " + what)
+                time.sleep(0.02)
+
+        def parked_of(client):
+            status, _, body = client.request("GET", "/v1/processors/usernames/parked")
+            self.assertEqual(status, 200, body)
+            return body["parked"]
+
+        base = local_source_args() + ["--kafka.brokers=none",
+                                      "--processor.usernames.max_attempts=1",
+                                      "--processor.usernames.retry_backoff_ms=1"]
+        self.start(base + ["--storage.max_item_bytes=1024"])
+        client = self.daemon.client()
+        for uid, name in (("u1", "ana"), ("u2", "bob")):
+            self.assertStatus(client.create("users", {"id": uid, "userId": uid, "type": "user",
+                                                      "username": name}), 201)
+        post = {"type": "post", "title": "t" * 800, "content": "c", "commentCount": 0,
+                "likeCount": 0, "creationDate": "2026-11-21T10:00:00Z"}
+        self.assertStatus(client.create("posts", dict(post, id="p1", postId="p1", userId="u1")), 201)
+        self.assertStatus(client.create("posts", dict(post, id="p2", postId="p2", userId="u2",
+                                                      title="short")), 201)
+        wait_views_quiescent(self, client)
+
+        # The poison change: p1 cannot take a 200-character username.
+        status, headers, body = client.patch("users", "u1", "u1", [
+            {"op": "set", "path": "/username", "value": "a" * 200}])
+        self.assertEqual(status, 200, body)
+        poison = int(headers["X-Feedd-Lsn"])
+        poll("the rename of u1 to park", lambda: parked_of(client))
+        status, headers, body = client.patch("users", "u2", "u2", [
+            {"op": "set", "path": "/username", "value": "bobby"}])
+        self.assertEqual(status, 200, body)
+        later = int(headers["X-Feedd-Lsn"])
+
+        # Another key: 200 at once, and the parked change is named.
+        status, headers, body = client.read("posts", "p2", "p2", {
+            "X-Feedd-Min-Lsn": str(later), "X-Feedd-Wait-Ms": "3000"})
+        self.assertEqual(status, 200, "a read of another key behind a parked change: %r" % body)
+        self.assertEqual(body.get("userUsername"), "bobby")
+        self.assertEqual(headers.get("X-Feedd-Parked"),
+                         "usernames; lsn=%d; item=users/u1/u1" % poison)
+        # Below the parked change: nothing to name.
+        status, headers, _ = client.read("posts", "p2", "p2", {"X-Feedd-Min-Lsn": str(poison - 1)})
+        self.assertEqual(status, 200)
+        self.assertIsNone(headers.get("X-Feedd-Parked"))
+        # A query says it too; the parked key's post keeps its old copy.
+        status, headers, body = client.request(
+            "POST", query_path("posts"), {"partitionKey": "p1"},
+            {"X-Feedd-Min-Lsn": str(later), "X-Feedd-Wait-Ms": "3000"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(headers.get("X-Feedd-Parked"),
+                         "usernames; lsn=%d; item=users/u1/u1" % poison)
+        self.assertEqual(body["items"][0].get("userUsername"), "ana")
+
+        # The processor shows it, and its retention watermark moved past it.
+        procs = processors_status(client)
+        self.assertEqual(procs["usernames"]["state"], "degraded")
+        self.assertEqual(procs["usernames"]["parked"], 1)
+        self.assertGreaterEqual(procs["usernames"]["appliedLsn"], later)
+        [parked] = parked_of(client)
+        self.assertEqual((parked["lsn"], parked["container"], parked["partitionKey"], parked["id"]),
+                         (poison, "users", "u1", "u1"))
+
+        def acked():
+            consumers = {c["name"]: c["ackedLsn"] for c in client.feed_info()["consumers"]}
+            return consumers.get("processor.usernames", 0) >= later
+        poll("the usernames watermark to pass the parked change", acked)
+
+        # A restart keeps it parked; with a larger limit a replay applies it.
+        self.daemon.stop()
+        self.daemon.extra_args = base
+        self.daemon.start()
+        client = self.daemon.client()
+        [parked] = parked_of(client)
+        self.assertEqual(parked["lsn"], poison)
+        self.assertIn("payload_too_large", parked["error"])
+        status, _, body = client.request("POST", "/v1/processors/usernames/parked/replay")
+        self.assertEqual((status, body.get("replayed")), (200, 1), body)
+        poll("the replayed rename", lambda: client.read("posts", "p1", "p1")[2].get(
+            "userUsername") == "a" * 200)
+        poll("no parked change", lambda: not parked_of(client))
+        self.assertEqual(processors_status(client)["usernames"]["state"], "running")
+        status, headers, _ = client.read("posts", "p1", "p1", {"X-Feedd-Min-Lsn": str(later)})
+        self.assertEqual(status, 200)
+        self.assertIsNone(headers.get("X-Feedd-Parked"))
+
 
 if __name__ == "__main__":
     unittest.main()

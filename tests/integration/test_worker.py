@@ -304,6 +304,7 @@ class WorkerTest(FeeddTestCase):
                            "the crash went unnoticed: the test did not test anything")
         self.assertEqual(w.stop(), 0, w.logs())
 
+<<<<<<< HEAD
     def test_worker_speaks_sd_notify(self):
         """configs/feedd-worker@.service is Type=notify with WatchdogSec: the
         worker sends READY=1 once it runs, WATCHDOG=1 every WATCHDOG_USEC/2,
@@ -345,6 +346,55 @@ class WorkerTest(FeeddTestCase):
         self.assertEqual(receive_until("STOPPING", 30)["STOPPING"], "1")
         self.assertEqual(w.proc.wait(timeout=60), 0, w.logs())
         self.assertEqual({pid for _, pid in received}, {w.proc.pid})
+
+    def test_a_parked_change_does_not_hold_the_workers_offsets(self):
+        # The daemon refuses the copy of a 200-character username into a post
+        # near storage.max_item_bytes (413, not transient): the worker parks
+        # that rename, applies the others, and commits offsets past it.
+        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024"]
+        self.daemon.start()
+        client = self.daemon.client()
+        for uid, name in (("u1", "ana"), ("u2", "bob")):
+            self.assertStatus(client.upsert("users", uid, uid, {
+                "id": uid, "userId": uid, "type": "user", "username": name}), 201)
+        for pid, uid, title in (("p1", "u1", "t" * 800), ("p2", "u2", "short")):
+            self.assertStatus(client.upsert("posts", pid, pid, {
+                "id": pid, "postId": pid, "type": "post", "userId": uid, "title": title,
+                "content": "c", "creationDate": "2024-01-01"}), 201)
+        w = Worker(self.daemon, "worker", ["--processor.usernames.max_attempts=1",
+                                           "--processor.usernames.retry_backoff_ms=1"])
+        self.workers.append(w)
+        self.wait_converged(w)
+        self.assertStatus(client.patch("users", "u1", "u1", [
+            {"op": "set", "path": "/username", "value": "a" * 200}]), 200)
+        self.assertStatus(client.patch("users", "u2", "u2", [
+            {"op": "set", "path": "/username", "value": "bobby"}]), 200)
+        deadline = time.monotonic() + 60
+        while (w.metric("feedd_worker_parked_changes", "usernames") != 1 or
+               client.read("posts", "p2", "p2")[2].get("userUsername") != "bobby"):
+            self.assertLess(time.monotonic(), deadline, "rename not parked/applied:\n" + w.logs())
+            time.sleep(0.05)
+        self.assertIn("payload_too_large", w.logs())
+        self.assertEqual(w.stop(), 0, w.logs())  # commits its offsets
+        self.assertIn("usernames: stopping with 1 parked change(s), which are forgotten: LSN ",
+                      w.logs())
+
+        from kafka import KafkaConsumer, TopicPartition
+        bootstrap = self.daemon.ready.get("kafka")
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="feedd-processor-usernames",
+                                 enable_auto_commit=False)
+        try:
+            parts = [TopicPartition("feedd.users", p)
+                     for p in sorted(consumer.partitions_for_topic("feedd.users") or ())]
+            self.assertTrue(parts, "no partitions of feedd.users at " + bootstrap)
+            ends = consumer.end_offsets(parts)
+            held = {tp.partition: (consumer.committed(tp), ends[tp]) for tp in parts
+                    if ends[tp] > 0 and consumer.committed(tp) != ends[tp]}
+        finally:
+            consumer.close()
+        self.assertEqual(held, {}, "offsets of feedd.users (committed, end) held back by the "
+                         "parked change")
+>>>>>>> i13-parked
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()

@@ -3,7 +3,8 @@
 // ApplyBatchFn in order, bounded by the kind's MaxBatch(); changes of a
 // parked key join it instead; a failed batch is applied again one change at
 // a time, so retries and parking stay per change; without an ApplyBatchFn or
-// with MaxBatch() == 1 every change goes through the ApplyFn.
+// with MaxBatch() == 1 every change goes through the ApplyFn. Every parked
+// change is reported through Options::on_parked, a restored one is not.
 #include "processors/keyed_applier.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,7 @@ struct Recorder {
   bool fail_batches = false;            // every batch fails
   std::vector<std::vector<Lsn>> calls;  // each call: the LSNs it got
   std::vector<Lsn> done;
+  std::vector<std::pair<Lsn, std::string>> parked;  // on_parked: LSN, error
 
   Status Single(const Change& c) {
     std::unique_lock<std::mutex> lock(mutex);
@@ -76,6 +78,10 @@ struct Recorder {
     calls.push_back(lsns);
     if (fail_batches) return Status(ErrorCode::kStorageError, "injected batch failure");
     return Status::Ok();
+  }
+  void Parked(const Change& c, const std::string& error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    parked.emplace_back(c.lsn, error);
   }
   void Done(const Change& c) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -99,7 +105,9 @@ struct Recorder {
 
 std::unique_ptr<KeyedApplier> MakeApplier(const ProcessorKind* kind, Recorder* r, bool batches,
                                           int max_attempts = 2) {
-  KeyedApplier::Options options{"test", 1, max_attempts, 1ms, {}};
+  KeyedApplier::Options options{
+      "test", 1,  max_attempts,
+      1ms,    {}, [r](const Change& c, const std::string& error) { r->Parked(c, error); }};
   KeyedApplier::ApplyBatchFn batch;
   if (batches) batch = [r](const std::vector<Change>& c) { return r->Batch(c); };
   return std::make_unique<KeyedApplier>(
@@ -230,6 +238,64 @@ TEST(KeyedApplierBatchTest, WithoutABatchFunctionOrWithMaxBatchOneEveryChangeIsS
     std::lock_guard<std::mutex> lock(r.mutex);
     EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2}, {3}, {4}, {5}}));
   }
+}
+
+TEST(KeyedApplierParkTest, EveryParkedChangeIsReportedARestoredOneIsNotButHoldsItsKey) {
+  OneKeyKind kind(1);
+  Recorder r;
+  r.hold_first = false;
+  r.failing = {2};
+  auto applier = MakeApplier(&kind, &r, false, /*max_attempts=*/2);
+  // Parked before a restart: key "old" stays parked, without a report.
+  applier->Restore(MakeChange(1, "old"), "kept error");
+  applier->Start();
+  applier->Dispatch(MakeChange(2, "k"));    // fails twice: parked
+  applier->Dispatch(MakeChange(3, "k"));    // behind it
+  applier->Dispatch(MakeChange(4, "old"));  // behind the restored one
+  applier->Dispatch(MakeChange(5, "x"));    // applied
+  applier->Park(MakeChange(6, "y"), "undecodable");
+  ASSERT_TRUE(r.WaitDone(1));
+  ASSERT_TRUE(Eventually([&] { return applier->parked() == 5; }));
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    EXPECT_EQ(r.done, (std::vector<Lsn>{5}));
+    ASSERT_EQ(r.parked.size(), 4u);
+    std::set<Lsn> reported;
+    for (const auto& [lsn, error] : r.parked) {
+      reported.insert(lsn);
+      if (lsn == 2) {
+        EXPECT_NE(error.find("injected"), std::string::npos) << error;
+      } else if (lsn == 6) {
+        EXPECT_EQ(error, "undecodable");
+      } else {
+        EXPECT_EQ(error, "") << lsn;
+      }
+    }
+    EXPECT_EQ(reported, (std::set<Lsn>{2, 3, 4, 6}));
+  }
+  auto parked = applier->Parked();  // by key: k, old, y
+  ASSERT_EQ(parked.size(), 5u);
+  EXPECT_EQ(parked[2].key, "old");
+  EXPECT_EQ(parked[2].lsn, 1u);
+  EXPECT_EQ(parked[2].error, "kept error");
+  EXPECT_EQ(parked[3].lsn, 4u);
+  EXPECT_EQ(applier->parked_total(), 4u) << "a restored change was counted as newly parked";
+
+  // A replay applies the restored change and those behind it, in order.
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.failing.clear();
+  }
+  EXPECT_EQ(applier->ReplayParked(), 5u);
+  ASSERT_TRUE(r.WaitDone(6));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<Lsn> old_key;
+  for (Lsn lsn : r.done) {
+    if (lsn == 1 || lsn == 4) old_key.push_back(lsn);
+  }
+  EXPECT_EQ(old_key, (std::vector<Lsn>{1, 4}));
+  EXPECT_EQ(r.parked.size(), 4u);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -272,10 +273,12 @@ class RuntimeTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  void OpenStore() {
+  // retention_bytes: 0 keeps the whole feed.
+  void OpenStore(uint64_t retention_bytes = 0) {
     StoreOptions options;
     options.data_dir = dir_;
     options.sync = false;
+    options.retention_bytes = retention_bytes;
     options.containers = DefaultContainers();
     options.containers.push_back({"mirror", "/pk", {}});
     auto store = DocumentStore::Open(options);
@@ -327,6 +330,13 @@ class RuntimeTest : public ::testing::Test {
                                    const std::map<std::string, std::string>& overrides = {}) {
     return Start(name, ProcessorManager::DefaultSettings().at(name + ".kind"),
                  ScenarioSettings(name, overrides));
+  }
+
+  // A replay has applied every change it took (parked changes count as
+  // applied for the watermark, so Quiescent() does not wait for them).
+  bool Replayed(ProcessorInstance* instance) {
+    return Eventually(
+        [&] { return !instance->OldestParked(std::numeric_limits<Lsn>::max()).has_value(); });
   }
 
   // Every instance has applied everything up to the head, and the head
@@ -515,9 +525,9 @@ TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey
   EXPECT_EQ(Log().Attempts("a3"), 0) << "a change behind a parked one was attempted";
   EXPECT_FALSE(Get("mirror", "A", "a2"));
   EXPECT_FALSE(Get("mirror", "A", "a3"));
-  // The watermark stops right below the parked change.
-  ASSERT_TRUE(Eventually([&] { return mirror->applied() == a2 - 1; }))
-      << "applied " << mirror->applied() << ", parked at " << a2;
+  // The parked changes are kept in the store; the watermark moves past them.
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
   ProcessorStatus status = mirror->GetStatus();
   EXPECT_EQ(status.state, "degraded");
   EXPECT_EQ(status.parked, 3u);
@@ -531,12 +541,18 @@ TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey
   ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 4; }));
   EXPECT_EQ(mirror->Parked().back().lsn, a5);
   EXPECT_FALSE(Get("mirror", "A", "a5"));
-  EXPECT_EQ(mirror->applied(), a2 - 1);
+  ASSERT_TRUE(Quiescent({mirror}));
+  auto kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 4u);
+  EXPECT_EQ(kept->front().change.lsn, a2);
+  EXPECT_EQ(kept->back().change.lsn, a5);
 
   // Fixed: the replay applies them in order and the watermark catches up.
   Log().SetFailing({});
   size_t before = Log().Applied().size();
   EXPECT_EQ(mirror->ReplayParked(), 4u);
+  ASSERT_TRUE(Replayed(mirror));
   ASSERT_TRUE(Quiescent({mirror}));
   EXPECT_EQ(mirror->applied(), store_->HeadLsn());
   EXPECT_TRUE(mirror->Parked().empty());
@@ -553,6 +569,117 @@ TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey
   status = mirror->GetStatus();
   EXPECT_EQ(status.state, "running");
   EXPECT_EQ(status.parked, 0u);
+  kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->empty()) << "a replayed change is still kept as parked";
+}
+
+// One poison change must not hold the watermark (read-your-writes) nor the
+// feed's retention for everything else.
+TEST_F(RuntimeTest, AParkedChangeHoldsNeitherTheWatermarkNorRetention) {
+  CloseStore();
+  OpenStore(/*retention_bytes=*/1);  // keeps only what a consumer still needs
+  Log().SetFailing({"a2"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/2, /*max_attempts=*/2);
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("A", "a1", "x"));
+  Lsn a2 = Upsert("posts", Note("A", "a2", "x"));
+  Lsn b1 = Upsert("posts", Note("B", "b1", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+  EXPECT_TRUE(WaitApplied(*mirror, b1, 10s)) << "applied " << mirror->applied();
+
+  // Which reads depend on it: those at or above its LSN.
+  EXPECT_FALSE(mirror->OldestParked(a2 - 1));
+  auto oldest = mirror->OldestParked(b1);
+  ASSERT_TRUE(oldest);
+  EXPECT_EQ(oldest->lsn, a2);
+  EXPECT_EQ(oldest->container, "posts");
+  EXPECT_EQ(oldest->partition_key, "A");
+  EXPECT_EQ(oldest->id, "a2");
+
+  // The recorded watermark moves on, and retention frees the feed.
+  ASSERT_TRUE(Eventually([&] { return Acked("processor.mirror") >= b1; }))
+      << "acked " << Acked("processor.mirror");
+  ASSERT_TRUE(IsOk(store_->EnforceRetention()));
+  EXPECT_GT(store_->OldestRetainedLsn(), a2);
+  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+}
+
+TEST_F(RuntimeTest, ParkedChangesSurviveARestartWithoutTheFeedAndAReplayAppliesThem) {
+  CloseStore();
+  OpenStore(/*retention_bytes=*/1);
+  Log().SetFailing({"a2"});
+  ProcessorInstance* mirror = StartMirror("first", /*parallelism=*/2, /*max_attempts=*/2);
+  ASSERT_NE(mirror, nullptr);
+  Lsn a2 = Upsert("posts", Note("A", "a2", "v1"));
+  Lsn a3 = Upsert("posts", Note("A", "a3", "v1"));
+  Lsn b1 = Upsert("posts", Note("B", "b1", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 2; }));
+  ASSERT_TRUE(WaitApplied(*mirror, b1, 10s));
+  StopAll();
+  CloseStore();
+  OpenStore(/*retention_bytes=*/1);
+  ASSERT_TRUE(IsOk(store_->EnforceRetention()));
+  ASSERT_GT(store_->OldestRetainedLsn(), a3) << "the feed still holds the parked changes";
+
+  // Parked again at once, with their errors, before anything is retried.
+  mirror = StartMirror("second", /*parallelism=*/2, /*max_attempts=*/2);
+  ASSERT_NE(mirror, nullptr);
+  auto parked = mirror->Parked();
+  ASSERT_EQ(parked.size(), 2u);
+  EXPECT_EQ(parked[0].lsn, a2);
+  EXPECT_EQ(parked[0].key, "A");
+  EXPECT_NE(parked[0].error.find("injected failure for a2"), std::string::npos) << parked[0].error;
+  EXPECT_EQ(parked[1].lsn, a3);
+  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+  EXPECT_EQ(Log().Attempts("a3"), 0);
+  // A later change of A waits behind them; other keys flow.
+  Lsn a4 = Upsert("posts", Note("A", "a4", "v1"));
+  Upsert("posts", Note("B", "b2", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 3; }));
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_FALSE(Get("mirror", "A", "a4"));
+
+  // Fixed: the replay applies them from their kept envelopes, in order.
+  Log().SetFailing({});
+  EXPECT_EQ(mirror->ReplayParked(), 3u);
+  ASSERT_TRUE(Replayed(mirror));
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_TRUE(mirror->Parked().empty());
+  ExpectMirrorMatchesSources();
+  std::vector<Lsn> order;
+  for (const auto& e : Log().Applied()) {
+    if (e.key == "A") order.push_back(e.lsn);
+  }
+  EXPECT_EQ(order, (std::vector<Lsn>{a2, a3, a4}));
+  auto kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->empty());
+  EXPECT_EQ(mirror->GetStatus().state, "running");
+}
+
+TEST_F(RuntimeTest, ARebuildAndAnUnregisteredConsumerLeaveNothingParked) {
+  Log().SetFailing({"a1"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/1, /*max_attempts=*/1);
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("A", "a1", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+  Log().SetFailing({});
+  ASSERT_TRUE(IsOk(mirror->Rebuild()));
+  EXPECT_TRUE(mirror->Parked().empty());
+  EXPECT_TRUE(Get("mirror", "A", "a1"));
+  auto kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->empty());
+
+  Log().SetFailing({"a2"});
+  Upsert("posts", Note("A", "a2", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+  StopAll();
+  ASSERT_TRUE(IsOk(store_->UnregisterConsumer("processor.mirror")));
+  kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->empty());
 }
 
 // A change of a parked key that is already queued when ReplayParked() runs
@@ -571,13 +698,15 @@ TEST_F(RuntimeTest, AReplayKeepsLsnOrderWithChangesQueuedBehindIt) {
   ASSERT_TRUE(Eventually([&] { return Log().Entered("b1"); }));
   Lsn a3 = Upsert("posts", Note("A", "a3", "x"));
   Upsert("posts", Note("C", "c1", "x"));
-  // a2 (parked), b1 (in progress), a3 and c1 received: a3 is queued.
-  ASSERT_TRUE(Eventually([&] { return mirror->GetStatus().pending == 4; }))
+  // b1 (in progress), a3 and c1 received: a3 is queued (a2 is parked, which
+  // counts as done).
+  ASSERT_TRUE(Eventually([&] { return mirror->GetStatus().pending == 3; }))
       << "pending " << mirror->GetStatus().pending;
 
   Log().SetFailing({});
   EXPECT_EQ(mirror->ReplayParked(), 1u);
   Log().Release("b1");
+  ASSERT_TRUE(Replayed(mirror));
   ASSERT_TRUE(Quiescent({mirror}));
 
   std::vector<Lsn> order;

@@ -1722,6 +1722,58 @@ TEST_F(StoreTest, ReopenKeepsItemsHeadFeedAndConsumers) {
   EXPECT_EQ(replaced.results[0].lsn, 9u);
 }
 
+TEST_F(StoreTest, ParkedChangesAreKeptPerConsumerInLsnOrderAcrossAReopen) {
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.a", 0)));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.ab", 0)));
+  auto parked = [](Lsn lsn, const std::string& id, const std::string& error) {
+    ParkedRecord p;
+    p.change.lsn = lsn;
+    p.change.ts_ms = 1000 + lsn;
+    p.change.op = ChangeOp::kReplace;
+    p.change.container = "users";
+    p.change.partition_key = std::string("u\0/1", 4);
+    p.change.id = id;
+    p.change.envelope_json = R"({"lsn":)" + std::to_string(lsn) + "}";
+    p.error = error;
+    return p;
+  };
+  ASSERT_TRUE(IsOk(store_->PutParked("processor.a", parked(5, "x5", ""))));
+  ASSERT_TRUE(IsOk(store_->PutParked("processor.a", parked(2, "x2", "kind error"))));
+  ASSERT_TRUE(IsOk(store_->PutParked("processor.ab", parked(3, "y3", "other"))));
+  ASSERT_NO_FATAL_FAILURE(Reopen(Options()));
+
+  auto a = store_->ListParked("processor.a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(a->size(), 2u);
+  const ParkedRecord& first = (*a)[0];
+  EXPECT_EQ(first.change.lsn, 2u);
+  EXPECT_EQ(first.change.ts_ms, 1002u);
+  EXPECT_EQ(first.change.op, ChangeOp::kReplace);
+  EXPECT_EQ(first.change.container, "users");
+  EXPECT_EQ(first.change.partition_key, std::string("u\0/1", 4));
+  EXPECT_EQ(first.change.id, "x2");
+  EXPECT_EQ(first.change.envelope_json, R"({"lsn":2})");
+  EXPECT_EQ(first.error, "kind error");
+  EXPECT_EQ((*a)[1].change.lsn, 5u);
+  EXPECT_EQ((*a)[1].error, "");
+
+  ASSERT_TRUE(IsOk(store_->DeleteParked("processor.a", 2)));
+  a = store_->ListParked("processor.a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 1u);
+  EXPECT_EQ((*a)[0].change.lsn, 5u);
+
+  // Unregistering drops a consumer's parked changes, and only its own.
+  ASSERT_TRUE(IsOk(store_->UnregisterConsumer("processor.a")));
+  a = store_->ListParked("processor.a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->empty());
+  auto ab = store_->ListParked("processor.ab");
+  ASSERT_TRUE(ab.ok());
+  ASSERT_EQ(ab->size(), 1u);
+  EXPECT_EQ((*ab)[0].change.id, "y3");
+}
+
 TEST_F(StoreTest, OpenRejectsAChangedPartitionKeyPath) {
   ASSERT_TRUE(IsOk(Create("posts", R"({"id":"p1","postId":"p1","userId":"u1"})").status));
   CloseStore();
