@@ -304,7 +304,6 @@ class WorkerTest(FeeddTestCase):
                            "the crash went unnoticed: the test did not test anything")
         self.assertEqual(w.stop(), 0, w.logs())
 
-<<<<<<< HEAD
     def test_worker_speaks_sd_notify(self):
         """configs/feedd-worker@.service is Type=notify with WatchdogSec: the
         worker sends READY=1 once it runs, WATCHDOG=1 every WATCHDOG_USEC/2,
@@ -394,7 +393,6 @@ class WorkerTest(FeeddTestCase):
             consumer.close()
         self.assertEqual(held, {}, "offsets of feedd.users (committed, end) held back by the "
                          "parked change")
->>>>>>> i13-parked
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()
