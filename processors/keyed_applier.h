@@ -55,6 +55,9 @@ class KeyedApplier {
     // restarting): retried without counting as attempts, the backoff capped
     // at 5 s, until they pass or the applier stops. Never parked for them.
     std::function<bool(const Status&)> transient;
+    // Failures that retrying cannot fix (a collision, ViewContext.h): the
+    // change is parked after its first attempt.
+    std::function<bool(const Status&)> permanent;
   };
   // Applies one change and commits its effects; OK when they are committed.
   using ApplyFn = std::function<Status(const Change&)>;

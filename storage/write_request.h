@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/derived_items.h"
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
 #include "util/status.h"
@@ -53,6 +54,8 @@ struct WriteOp {
   // record), so a late write of an older source version never overwrites a
   // newer one. The item's body carries _sourceLsn equal to it.
   std::optional<Lsn> source_lsn;
+  // Who asks: a client may not write derived items (storage/derived_items.h).
+  WriteOrigin origin = WriteOrigin::kClient;
 };
 
 struct WriteRequest {
