@@ -1280,8 +1280,11 @@ class DerivedItemsTest(FeeddTestCase):
     def test_clients_cannot_write_a_derived_copy_in_users(self):
         self.user("u1")
         self.post("p1", "p1", "u1", "2026-01-01T00:00:00Z")
-        copy = self.wait_for("the copy of p1 in users",
-                             lambda: (lambda r: r[0] == 200 and r[2])(self.c.read("users", "u1", "p1")))
+        # The copy of the post once usernames has set its author's name.
+        copy = self.wait_for("the copy of p1 in users, with userUsername",
+                             lambda: (lambda r: r[0] == 200 and "userUsername" in r[2] and r[2])(
+                                 self.c.read("users", "u1", "p1")))
+        self.wait_applied("the copy")
         self.assertEqual(copy["_source"], {"container": "posts", "partitionKey": "p1", "id": "p1"})
         fake = {"id": "p1", "userId": "u1", "type": "post", "title": "FAKE"}
         attempts = [

@@ -591,12 +591,15 @@ TEST_F(UserPostsTest, CopiesAPostIntoItsAuthorsPartitionWithContentTruncated) {
   EXPECT_NE(static_cast<unsigned char>(content[cut.size()]) & 0xC0, 0x80)
       << "the cut splits a UTF-8 sequence";
 
-  // Every other field is kept, and the copy says which version it shows.
+  // Every other field is kept, and the copy says which item and version it shows.
   object expected = WithoutStoreFields(*created.after);
   expected["content"] = MultiByteText(200);
   object actual = WithoutStoreFields(*copy);
   EXPECT_EQ(U(actual, "_sourceLsn"), created.lsn);
   actual.erase("_sourceLsn");
+  EXPECT_EQ(actual["_source"], boost::json::value(object{
+                                   {"container", "posts"}, {"partitionKey", "p1"}, {"id", "p1"}}));
+  actual.erase("_source");
   EXPECT_EQ(actual, expected) << Str(actual);
 }
 
