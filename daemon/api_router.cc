@@ -154,9 +154,11 @@ std::string ContainersJson(const std::vector<ContainerSpec>& containers) {
   for (const ContainerSpec& spec : containers) {
     boost::json::array indexes;
     for (const std::string& path : spec.index_paths) indexes.emplace_back(path);
-    list.push_back(boost::json::object{{"name", spec.name},
-                                       {"partitionKey", spec.partition_key_path},
-                                       {"indexes", std::move(indexes)}});
+    list.push_back(boost::json::object{
+        {"name", spec.name},
+        {"partitionKey", spec.partition_key_path},
+        {"indexes", std::move(indexes)},
+        {"writers", spec.writers == ContainerWriters::kProcessors ? "processors" : "any"}});
   }
   return boost::json::serialize(boost::json::object{{"containers", std::move(list)}});
 }

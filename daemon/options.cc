@@ -461,6 +461,7 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     std::string name;
     std::optional<std::string> partition_key;
     std::optional<std::string> indexes;
+    std::optional<std::string> writers;
   };
   std::vector<Declared> containers;  // in order of first declaration
   for (const DynamicKey& key : keys) {
@@ -474,15 +475,18 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     std::string name;
     std::string field;
     if (!SplitContainerKey(key.name, &name, &field) ||
-        (field != "partition_key" && field != "indexes")) {
+        (field != "partition_key" && field != "indexes" && field != "writers")) {
       return ConfigError("unknown option " + key.name +
-                         " (a container takes container.<name>.partition_key and "
-                         "container.<name>.indexes)");
+                         " (a container takes container.<name>.partition_key, "
+                         "container.<name>.indexes and container.<name>.writers)");
     }
     auto it = std::find_if(containers.begin(), containers.end(),
                            [&](const Declared& d) { return d.name == name; });
-    if (it == containers.end()) it = containers.insert(containers.end(), Declared{name, {}, {}});
-    (field == "partition_key" ? it->partition_key : it->indexes) = key.value;
+    if (it == containers.end())
+      it = containers.insert(containers.end(), Declared{name, {}, {}, {}});
+    (field == "partition_key" ? it->partition_key
+     : field == "indexes"     ? it->indexes
+                              : it->writers) = key.value;
   }
 
   if (containers.empty()) {
@@ -499,6 +503,14 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     spec.name = declared.name;
     spec.partition_key_path = *declared.partition_key;
     if (declared.indexes) spec.index_paths = SplitList(*declared.indexes);
+    if (declared.writers) {
+      Result<ContainerWriters> writers = ParseContainerWriters(*declared.writers);
+      if (!writers.ok()) {
+        return ConfigError("invalid container " + declared.name + ": container." + declared.name +
+                           "." + writers.status().message());
+      }
+      spec.writers = *writers;
+    }
     Status status = ValidateContainerSpec(spec);
     if (!status.ok()) {
       return ConfigError("invalid container " + declared.name + ": " + status.message());
@@ -668,6 +680,8 @@ std::string OptionsHelp() {
          "  container.<name>.partition_key  JSON Pointer of the partition key (declaring any\n"
          "                                  container replaces the default containers)\n"
          "  container.<name>.indexes        comma-separated JSON Pointers to index\n"
+         "  container.<name>.writers        any (default) | processors: only processors\n"
+         "                                  write it, clients get 403 derived_container\n"
          "  kafka.<property>                librdkafka property, passed through\n"
          "  processor.<name>.<key>          processor settings\n";
   return out.str();

@@ -27,6 +27,7 @@ boost::json::object StatusJson(const ProcessorStatus& s) {
       {"errors", s.errors},
       {"parked", s.parked},
       {"fromDurableFeed", s.from_durable_feed},
+      {"collisions", s.collisions},
       {"lastError",
        s.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(s.last_error)},
   };

@@ -208,6 +208,9 @@ std::vector<MetricFamily> StateCollector::Collect() const {
                 static_cast<double>(s.batches), l);
       f.Counter("feedd_processor_rebuilds_total", "Rebuilds finished",
                 static_cast<double>(s.rebuilds), l);
+      f.Counter("feedd_processor_view_collisions_total",
+                "Copies refused because their target item is not derived from the same source",
+                static_cast<double>(s.collisions), l);
     }
   }
   return f.Take();

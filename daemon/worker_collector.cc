@@ -29,6 +29,9 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
               s.unrecoverable_gaps, labels);
     f.Counter("feedd_worker_rebalances_total", "partition assignments received", s.rebalances,
               labels);
+    f.Counter("feedd_worker_view_collisions_total",
+              "copies refused because their target item is not derived from the same source",
+              s.collisions, labels);
   }
   return f.Take();
 }

@@ -109,7 +109,7 @@ constexpr BatchOpKind kBatchOpKinds[] = {
 
 // One element of a batch's "operations" (docs/api.md, "Batch").
 Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
-                             boost::json::value& value, size_t max_item_bytes) {
+                             boost::json::value& value, size_t max_item_bytes, WriteOrigin origin) {
   if (!value.is_object()) {
     return Status(ErrorCode::kInvalidRequest, "a batch operation must be a JSON object");
   }
@@ -161,12 +161,18 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
     }
     op.if_exists = if_exists->as_bool();
   }
+  // "sourceLsn" makes the op a processor's (storage/derived_items.h); on an
+  // upsert it also conditions the write on the stored _sourceLsn.
+  op.origin = origin;
   if (const boost::json::value* source_lsn = object.if_contains("sourceLsn")) {
     op.source_lsn = PositiveInteger(*source_lsn);
-    if (op.kind != WriteOpKind::kUpsert || !op.source_lsn) {
+    if ((op.kind != WriteOpKind::kUpsert && op.kind != WriteOpKind::kDelete &&
+         op.kind != WriteOpKind::kPatch) ||
+        !op.source_lsn) {
       return Status(ErrorCode::kInvalidRequest,
-                    "\"sourceLsn\" must be a positive integer, on upsert");
+                    "\"sourceLsn\" must be a positive integer, on upsert, delete or patch");
     }
+    op.origin = WriteOrigin::kProcessor;
   }
 
   switch (op.kind) {
@@ -178,8 +184,10 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
         return Status(ErrorCode::kInvalidItem,
                       "\"body\" must be a JSON object for " + std::string(kind->name));
       }
+      std::optional<Lsn> source_lsn;
+      if (op.kind == WriteOpKind::kUpsert) source_lsn = op.source_lsn;
       Result<PreparedItem> item =
-          PrepareItem(spec, std::move(body->as_object()), pk, id, max_item_bytes, op.source_lsn);
+          PrepareItem(spec, std::move(body->as_object()), pk, id, max_item_bytes, source_lsn);
       if (!item.ok()) return item.status();
       op.id = item->id;
       op.item = std::move(*item);
@@ -198,6 +206,16 @@ Result<WriteOp> ParseBatchOp(const ContainerSpec& spec, const std::string& pk,
       break;
   }
   return op;
+}
+
+// Who a client's request writes as: X-Feedd-Override: derived asks to
+// override the rule on derived items (docs/api.md, "Derived items"). There is
+// no authentication yet; roles will gate WriteOrigin::kOverride here.
+Result<WriteOrigin> OriginOf(const HttpRequest& request) {
+  std::optional<std::string_view> value = request.Header("X-Feedd-Override");
+  if (!value) return WriteOrigin::kClient;
+  if (*value == "derived") return WriteOrigin::kOverride;
+  return Status(ErrorCode::kInvalidRequest, "X-Feedd-Override must be 'derived'");
 }
 
 WriteRequest SingleOpRequest(const ContainerSpec& spec, std::string pk, WriteOp op) {
@@ -232,6 +250,9 @@ void ApiRouter::CreateItem(const ContainerSpec& spec, const HttpRequest& request
   op.id = item->id;
   std::string pk = item->partition_key;
   op.item = std::move(*item);
+  Result<WriteOrigin> origin = OriginOf(request);
+  if (!origin.ok()) return responder.Send(ErrorResponse(origin.status()));
+  op.origin = *origin;
   SubmitWrite(SingleOpRequest(spec, std::move(pk), std::move(op)), std::move(responder),
               &SingleWriteResponse);
 }
@@ -266,6 +287,9 @@ void ApiRouter::PutItem(const ContainerSpec& spec, const std::string& pk, const 
   op.id = id;
   op.item = std::move(*item);
   op.if_match = std::move(*if_match);
+  Result<WriteOrigin> origin = OriginOf(request);
+  if (!origin.ok()) return responder.Send(ErrorResponse(origin.status()));
+  op.origin = *origin;
   SubmitWrite(SingleOpRequest(spec, pk, std::move(op)), std::move(responder), &SingleWriteResponse);
 }
 
@@ -284,6 +308,9 @@ void ApiRouter::PatchItem(const ContainerSpec& spec, const std::string& pk, cons
   op.id = id;
   op.patch = std::move(*patch);
   op.if_match = std::move(*if_match);
+  Result<WriteOrigin> origin = OriginOf(request);
+  if (!origin.ok()) return responder.Send(ErrorResponse(origin.status()));
+  op.origin = *origin;
   SubmitWrite(SingleOpRequest(spec, pk, std::move(op)), std::move(responder), &SingleWriteResponse);
 }
 
@@ -296,6 +323,9 @@ void ApiRouter::DeleteItem(const ContainerSpec& spec, const std::string& pk, con
   op.kind = WriteOpKind::kDelete;
   op.id = id;
   op.if_match = std::move(*if_match);
+  Result<WriteOrigin> origin = OriginOf(request);
+  if (!origin.ok()) return responder.Send(ErrorResponse(origin.status()));
+  op.origin = *origin;
   SubmitWrite(SingleOpRequest(spec, pk, std::move(op)), std::move(responder), &SingleWriteResponse);
 }
 
@@ -320,12 +350,14 @@ void ApiRouter::Batch(const ContainerSpec& spec, const std::string& pk, const Ht
                                  " operations, got " + std::to_string(list.size()))));
   }
 
+  Result<WriteOrigin> origin = OriginOf(request);
+  if (!origin.ok()) return responder.Send(ErrorResponse(origin.status()));
   WriteRequest write;
   write.container = spec.name;
   write.partition_key = pk;
   write.ops.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
-    Result<WriteOp> op = ParseBatchOp(spec, pk, list[i], store_->options().max_item_bytes);
+    Result<WriteOp> op = ParseBatchOp(spec, pk, list[i], store_->options().max_item_bytes, *origin);
     if (!op.ok()) {
       return responder.Send(BatchErrorResponse(op.status(), static_cast<int>(i)));
     }

@@ -114,12 +114,17 @@ Status HttpViewContext::SetField(const std::string& container, const std::string
   boost::json::array patch{
       boost::json::object{{"op", "set"}, {"path", field.text()}, {"value", std::move(value)}}};
   return Stage(container, partition_key,
-               {{"op", "patch"}, {"id", id}, {"ifExists", true}, {"operations", std::move(patch)}});
+               {{"op", "patch"},
+                {"id", id},
+                {"ifExists", true},
+                {"sourceLsn", change_lsn_},
+                {"operations", std::move(patch)}});
 }
 
 Status HttpViewContext::Delete(const std::string& container, const std::string& partition_key,
                                const std::string& id) {
-  return Stage(container, partition_key, {{"op", "delete"}, {"id", id}, {"ifExists", true}});
+  return Stage(container, partition_key,
+               {{"op", "delete"}, {"id", id}, {"ifExists", true}, {"sourceLsn", change_lsn_}});
 }
 
 Status HttpViewContext::Stage(const std::string& container, const std::string& pk,

@@ -4,9 +4,9 @@
 // partition key) - at most 100 ops each - using the batch extensions of
 // docs/api.md: an upsert of an item with _sourceLsn carries "sourceLsn"
 // (it never overwrites a copy of a newer source version), and SetField /
-// Delete carry "ifExists". Batches of different partitions are not atomic
-// together; every write is idempotent, so a retry after a partial commit
-// converges.
+// Delete carry "ifExists" and, as "sourceLsn", the LSN of the change they
+// apply: every op is a processor's (storage/derived_items.h). Batches of different partitions are
+// not atomic together; every write is idempotent, so a retry after a partial commit converges.
 //
 // Thread-safety: one instance per apply, used by one thread.
 // Ownership: borrows the client and the container list.
@@ -18,14 +18,16 @@
 #include <vector>
 
 #include "processors/view_context.h"
+#include "storage/write_request.h"
 #include "util/http_client.h"
 
 namespace feedd {
 
 class HttpViewContext : public ViewContext {
  public:
-  HttpViewContext(HttpClient* client, const std::vector<ContainerSpec>* containers)
-      : client_(client), containers_(containers) {}
+  // `change_lsn`: the change the staged writes apply (0 when nothing is written).
+  HttpViewContext(HttpClient* client, const std::vector<ContainerSpec>* containers, Lsn change_lsn)
+      : client_(client), containers_(containers), change_lsn_(change_lsn) {}
 
   const ContainerSpec* Container(const std::string& name) const override;
   Result<std::optional<boost::json::object>> Read(const std::string& container,
@@ -51,6 +53,7 @@ class HttpViewContext : public ViewContext {
 
   HttpClient* const client_;
   const std::vector<ContainerSpec>* const containers_;
+  const Lsn change_lsn_;
   std::map<std::pair<std::string, std::string>, boost::json::array> staged_;
   size_t writes_committed_ = 0;
 };

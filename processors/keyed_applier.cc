@@ -137,6 +137,7 @@ bool KeyedApplier::ApplyWithRetries(const Change& change, std::string* error) {
     on_error_("LSN " + std::to_string(change.lsn) + " (" + change.container + "/" + change.id +
               "), " + (transient ? "retrying" : "attempt " + std::to_string(attempt)) + ": " +
               *error);
+    if (options_.permanent && options_.permanent(s)) return false;
     if (transient) {
       --attempt;
       std::this_thread::sleep_for(backoff);

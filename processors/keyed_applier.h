@@ -56,6 +56,9 @@ class KeyedApplier {
     // restarting): retried without counting as attempts, the backoff capped
     // at 5 s, until they pass or the applier stops. Never parked for them.
     std::function<bool(const Status&)> transient;
+    // Failures that retrying cannot fix (a collision, ViewContext.h): the
+    // change is parked after its first attempt.
+    std::function<bool(const Status&)> permanent;
     // After a change was parked (by Park(), after its last attempt, or
     // behind an earlier parked change of its key), with its error (empty
     // behind another): on the parking thread, under the applier's park lock

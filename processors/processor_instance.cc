@@ -50,6 +50,7 @@ class ProcessorInstance::Impl {
             config_.max_attempts,
             config_.retry_backoff,
             {},
+            &IsCollision,
             [this](const Change& change, const std::string& error) { OnParked(change, error); }},
         [this](const Change& change) { return Apply(std::span<const Change>(&change, 1)); },
         [this](const Change& change) {
@@ -144,6 +145,7 @@ class ProcessorInstance::Impl {
     s.errors = applier_->errors();
     s.batches = applier_->batches();
     s.from_durable_feed = from_durable_feed_.load();
+    s.collisions = collisions_.load();
     return s;
   }
 
@@ -255,6 +257,10 @@ class ProcessorInstance::Impl {
       return s;
     }
     view_writes_ += ctx.writes_committed();
+    for (const std::string& collision : ctx.collisions()) {
+      ++collisions_;
+      FEEDD_LOG(kWarning, "processor") << config_.name << " rebuild: " << collision;
+    }
     ++rebuilds_;
     SetWatermark(head);
     persisted_ = std::max(persisted_, head);
@@ -410,15 +416,27 @@ class ProcessorInstance::Impl {
     wrote.reserve(changes.size());
     for (const Change& change : changes) {
       const size_t before = ctx.writes_made();
-      if (Status s = kind_->Apply(change, view); !s.ok()) return s;
+      if (Status s = kind_->Apply(change, view); !s.ok()) return CountCollision(changes, s);
       wrote.push_back(ctx.writes_made() != before);
     }
-    if (Status s = ctx.Commit(); !s.ok()) return s;
+    if (Status s = ctx.Commit(); !s.ok()) return CountCollision(changes, s);
+    for (const std::string& collision : view.collisions()) {
+      ++collisions_;
+      FEEDD_LOG(kWarning, "processor") << config_.name << ": " << collision;
+    }
     view_writes_ += ctx.writes_committed();
     for (size_t i = 0; i < changes.size(); ++i) {
       ObserveViewCommitted(config_, changes[i], wrote[i] ? 1 : 0);
     }
     return Status::Ok();
+  }
+
+  // A collision refused by a single change (a failed batch is applied
+  // again change by change, so it is counted there) is counted once per
+  // attempt; the applier parks it at once.
+  Status CountCollision(std::span<const Change> changes, Status s) {
+    if (changes.size() == 1 && IsCollision(s)) ++collisions_;
+    return s;
   }
 
   void Dispatch(Change change) { applier_->Dispatch(std::move(change)); }
@@ -644,6 +662,7 @@ class ProcessorInstance::Impl {
 
   StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
+  std::atomic<uint64_t> collisions_{0};
 };
 
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {

@@ -93,6 +93,7 @@ struct ProcessorStatus {
   uint64_t parked_total = 0;       // ever parked
   uint64_t rebuilds = 0;           // rebuilds finished
   uint64_t from_durable_feed = 0;  // Kafka source: applied from the local feed by the audit
+  uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
   std::string last_error;
 };
 

@@ -42,7 +42,7 @@ class ProcessorWorker::Impl {
         KeyedApplier::Options{
             config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff,
             // The daemon unreachable or restarting: wait for it.
-            [](const Status& s) { return s.code() == ErrorCode::kUnavailable; },
+            [](const Status& s) { return s.code() == ErrorCode::kUnavailable; }, &IsCollision,
             // Parked: its offset moves on (docs/processors.md).
             [this](const Change& change, const std::string&) { Settle(change.lsn); }},
         [this](const Change& change) { return ApplyOnce(change); },
@@ -114,7 +114,7 @@ class ProcessorWorker::Impl {
 
   Result<std::vector<std::string>> Verify() {
     HttpClient client(options_.api, options_.http_timeout);
-    HttpViewContext ctx(&client, &containers_);
+    HttpViewContext ctx(&client, &containers_, 0);  // Verify() writes nothing
     std::vector<std::string> differences;
     if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
     return differences;
@@ -137,6 +137,7 @@ class ProcessorWorker::Impl {
     s.catch_ups = catch_ups_.load();
     s.rebalances = rebalances_.load();
     s.unrecoverable_gaps = lost_.load();
+    s.collisions = collisions_.load();
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
     return s;
   }
@@ -199,11 +200,16 @@ class ProcessorWorker::Impl {
 
   Status ApplyOnce(const Change& change) {
     HttpClient* client = LeaseClient();
-    HttpViewContext ctx(client, &containers_);
+    HttpViewContext ctx(client, &containers_, change.lsn);
     Status s = kind_->Apply(change, ctx);
     if (s.ok()) s = ctx.Commit();
     ReturnClient(client);
+    if (IsCollision(s)) ++collisions_;
     if (!s.ok()) return s;
+    for (const std::string& collision : ctx.collisions()) {
+      ++collisions_;
+      FEEDD_LOG(kWarning, "worker") << config_.name << ": " << collision;
+    }
     view_writes_ += ctx.writes_committed();
     ObserveViewCommitted(config_, change, ctx.writes_committed());
     return Status::Ok();
@@ -592,6 +598,7 @@ class ProcessorWorker::Impl {
 
   StatusCell status_{"worker", config_.name};
   std::atomic<uint64_t> applied_{0}, view_writes_{0}, catch_ups_{0}, rebalances_{0}, lost_{0};
+  std::atomic<uint64_t> collisions_{0};
 };
 
 Result<std::unique_ptr<ProcessorWorker>> ProcessorWorker::Create(

@@ -50,6 +50,7 @@ void StoreViewContext::Stage(const std::string& container, const std::string& pk
   if (requests.empty() || requests.back().ops.size() >= kMaxBatchOperations) {
     requests.push_back(WriteRequest{container, pk, {}});
   }
+  op.origin = WriteOrigin::kProcessor;
   requests.back().ops.push_back(std::move(op));
   ++staged_ops_;
 }

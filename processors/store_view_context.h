@@ -1,6 +1,7 @@
 // StoreViewContext: the in-process ViewContext. Reads go straight to the
 // DocumentStore; staged writes are committed by Commit() (or Flush()) as one
-// DocumentStore::SubmitView together with the processor's watermark.
+// DocumentStore::SubmitView together with the processor's watermark, as a
+// processor's writes (WriteOrigin::kProcessor: derived items are its to write).
 //
 // Thread-safety: one instance per apply, used by one thread.
 // Ownership: borrows the store.

@@ -49,7 +49,22 @@ class ViewContext {
                         const std::string& id) = 0;
   // Commits what is staged so far (long rebuilds), keeping the watermark.
   virtual Status Flush() = 0;
+
+  // A derived item the kind leaves out, without failing the change, because
+  // its target is taken by an item of another source or a client's
+  // (storage/derived_items.h). The runtime logs and counts each once the
+  // change's effects are committed.
+  void ReportCollision(std::string description) { collisions_.push_back(std::move(description)); }
+  const std::vector<std::string>& collisions() const { return collisions_; }
+
+ private:
+  std::vector<std::string> collisions_;
 };
+
+// True when `status` is a collision: a copy refused because its target is
+// not derived from the same source (derived_item). Retrying cannot fix it,
+// so the runtime parks the change at once and counts it.
+inline bool IsCollision(const Status& status) { return status.code() == ErrorCode::kDerivedItem; }
 
 // Every item of `container` matching `spec` (following continuations).
 Result<std::vector<boost::json::object>> QueryAll(ViewContext& ctx, const std::string& container,

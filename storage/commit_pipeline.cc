@@ -216,6 +216,13 @@ class CommitPipeline::GroupBuilder {
       return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
     }
     const bool exists = current->has_value();
+    if (op.kind != WriteOpKind::kRead) {
+      Status allowed =
+          MayWrite(op.origin, c.spec, id,
+                   op.item ? std::optional<std::string_view>(op.item->body_json) : std::nullopt,
+                   exists ? std::optional<std::string_view>(current_json) : std::nullopt);
+      if (!allowed.ok()) return allowed;
+    }
     if (!exists && op.if_exists &&
         (op.kind == WriteOpKind::kReplace || op.kind == WriteOpKind::kDelete ||
          op.kind == WriteOpKind::kPatch)) {

@@ -48,11 +48,18 @@ Status ValidateContainerSpec(const ContainerSpec& spec) {
   return Status::Ok();
 }
 
+Result<ContainerWriters> ParseContainerWriters(std::string_view text) {
+  if (text == "any") return ContainerWriters::kAny;
+  if (text == "processors") return ContainerWriters::kProcessors;
+  return Status(ErrorCode::kInvalidRequest,
+                "writers must be 'any' or 'processors', not '" + std::string(text) + "'");
+}
+
 std::vector<ContainerSpec> DefaultContainers() {
   return {
       {"users", "/userId", {}},
       {"posts", "/postId", {"/userId"}},
-      {"feed", "/type", {}},
+      {"feed", "/type", {}, ContainerWriters::kProcessors},
   };
 }
 

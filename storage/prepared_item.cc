@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "storage/derived_items.h"
 #include "storage/json_pointer.h"
 #include "storage/key_format.h"
 #include "util/json_parse.h"
@@ -68,6 +69,20 @@ void StripStoreProperties(boost::json::object& body) {
 
 namespace {
 
+// A derived item's _source: {"container","partitionKey","id"}, all strings.
+Status ValidateSourceRef(const boost::json::value& source) {
+  const boost::json::object* o = source.if_object();
+  bool ok = o != nullptr && o->size() == 3;
+  for (const char* field : {"container", "partitionKey", "id"}) {
+    const boost::json::value* v = ok ? o->if_contains(field) : nullptr;
+    ok = v != nullptr && v->is_string();
+  }
+  if (ok) return Status::Ok();
+  return Status(ErrorCode::kInvalidItem, std::string(kSourceField) +
+                                             " must be an object of three strings: container, "
+                                             "partitionKey and id");
+}
+
 Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body,
                              std::optional<std::string_view> expected_pk,
                              std::optional<std::string_view> expected_id, size_t max_item_bytes,
@@ -86,8 +101,15 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
   if (derived) {
     StripStoreProperties(body);
   } else {
+    // A processor's write (source_lsn) keeps the _source it derived from.
+    std::optional<boost::json::value> source;
+    if (const boost::json::value* v = body.if_contains(kSourceField); v != nullptr && source_lsn) {
+      if (Status s = ValidateSourceRef(*v); !s.ok()) return s;
+      source = *v;
+    }
     StripSystemProperties(body);
     if (source_lsn) body["_sourceLsn"] = *source_lsn;
+    if (source) body[kSourceField] = std::move(*source);
   }
   boost::json::value root(std::move(body));
   if (Status s = CheckItemDepth(root, "the item"); !s.ok()) return s;

@@ -38,7 +38,8 @@ struct PreparedItem {
 // values in the body (a path parameter, or the partition of a batch).
 // Properties whose name starts with '_' are dropped; with `source_lsn` (a
 // processor's write, docs/api.md "Batch") the item then gets _sourceLsn set
-// to it. `max_item_bytes` bounds the serialized body.
+// to it and keeps its _source (storage/derived_items.h), which must be
+// well-formed. `max_item_bytes` bounds the serialized body.
 Result<PreparedItem> PrepareItem(const ContainerSpec& spec, boost::json::object body,
                                  std::optional<std::string_view> expected_pk,
                                  std::optional<std::string_view> expected_id, size_t max_item_bytes,
@@ -57,7 +58,8 @@ void StripSystemProperties(boost::json::object& body);
 void StripStoreProperties(boost::json::object& body);
 
 // Like PrepareItem() for items that processors derive: only _etag, _lsn and
-// _ts are dropped, so '_' properties of derived items (_sourceLsn) stay.
+// _ts are dropped, so '_' properties of derived items (_sourceLsn, _source)
+// stay.
 Result<PreparedItem> PrepareDerivedItem(const ContainerSpec& spec, boost::json::object body,
                                         size_t max_item_bytes);
 

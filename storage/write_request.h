@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/derived_items.h"
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
 #include "util/status.h"
@@ -51,8 +52,11 @@ struct WriteOp {
   // the op applies only when the stored item has no _sourceLsn or a lower
   // one; otherwise it does nothing (http_status 412 in its result, no change
   // record), so a late write of an older source version never overwrites a
-  // newer one. The item's body carries _sourceLsn equal to it.
+  // newer one. The item's body carries _sourceLsn equal to it. (A batch op's
+  // "sourceLsn" on a delete or patch only makes it a processor's: origin.)
   std::optional<Lsn> source_lsn;
+  // Who asks: a client may not write derived items (storage/derived_items.h).
+  WriteOrigin origin = WriteOrigin::kClient;
 };
 
 struct WriteRequest {

@@ -11,10 +11,16 @@
 //   truncate_chars     its length in Unicode code points (200)
 //
 // Copies have the source's id and carry _sourceLsn, the _lsn of the source
-// version they show. A copy is rewritten only when the source is newer, and
-// removed when the source is deleted or stops matching.
+// version they show, and _source, the source item. A copy is rewritten only
+// when the source is newer, and removed when the source is deleted or stops
+// matching. It never overwrites an item that is not a copy of the same
+// source (a client's item, or a copy of another source with the same id):
+// Apply() refuses such a collision (derived_item, the change is parked);
+// Rebuild() leaves it out and reports it; Verify() does not count it as a
+// difference.
 #include <boost/json.hpp>
 #include <map>
+#include <set>
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
@@ -45,7 +51,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
       if (!old_pk || old_pk == copy_pk) continue;
       auto copy = ctx.Read(target_container, *old_pk, change.id);
       if (!copy.ok()) return copy.status();
-      if (*copy && OwnedBy(**copy, change.partition_key)) {
+      if (*copy && views::DerivedFrom(**copy, *this, change.partition_key, change.id)) {
         if (Status s = ctx.Delete(target_container, *old_pk, change.id); !s.ok()) return s;
       }
     }
@@ -70,10 +76,25 @@ class Projection : public ProcessorKind, public views::CopySettings {
     auto sources = QueryAll(ctx, source_container, spec);
     if (!sources.ok()) return sources.status();
     size_t n = 0;
+    std::set<std::string> written;  // target keys: the first source wins a collision
     for (const auto& source : *sources) {
       auto pk = views::StringAt(source, target_pk);
       if (!pk) continue;
-      if (Status s = ctx.Upsert(target_container, views::ShortForm(source, truncation)); !s.ok()) {
+      std::string id(source.at("id").as_string());
+      std::string source_key = views::StringAt(source, source_pk).value_or("");
+      auto existing = ctx.Read(target_container, *pk, id);
+      if (!existing.ok()) return existing.status();
+      if (*existing && !views::DerivedFrom(**existing, *this, source_key, id)) {
+        ctx.ReportCollision(views::Collision(*this, **existing, source_key, id).message());
+        continue;
+      }
+      if (!written.insert(*pk + "/" + id).second) {
+        ctx.ReportCollision("collision: " + source_container + "/" + source_key + "/" + id +
+                            " has the same copy " + target_container + "/" + *pk + "/" + id +
+                            " as another source item; left out");
+        continue;
+      }
+      if (Status s = ctx.Upsert(target_container, views::ShortForm(source, *this)); !s.ok()) {
         return s;
       }
       if (++n % 200 == 0) {
@@ -92,36 +113,39 @@ class Projection : public ProcessorKind, public views::CopySettings {
     if (!copies.ok()) return copies.status();
     std::map<std::string, const boost::json::object*> actual;
     for (const auto& copy : *copies) actual[Key(copy)] = &copy;
+    std::set<std::string> matched;
     for (const auto& source : *sources) {
       auto pk = views::StringAt(source, target_pk);
       if (!pk) continue;
-      boost::json::object expected = views::ShortForm(source, truncation);
-      std::string key = *pk + "/" + std::string(source.at("id").as_string());
+      boost::json::object expected = views::ShortForm(source, *this);
+      std::string id(source.at("id").as_string());
+      std::string source_key = views::StringAt(source, source_pk).value_or("");
+      std::string key = *pk + "/" + id;
       auto it = actual.find(key);
       if (it == actual.end()) {
-        differences->push_back(target_container + " lacks the copy " + key);
-      } else {
+        // A client's item in its place is a collision (refused and parked
+        // when it happened), not a difference.
+        auto existing = ctx.Read(target_container, *pk, id);
+        if (!existing.ok()) return existing.status();
+        if (!*existing) differences->push_back(target_container + " lacks the copy " + key);
+      } else if (views::DerivedFrom(*it->second, *this, source_key, id)) {
         if (!views::SameView(*it->second, expected)) {
           differences->push_back(target_container + " copy " + key + " is " +
                                  boost::json::serialize(*it->second) + ", expected " +
                                  boost::json::serialize(expected));
         }
-        actual.erase(it);
-      }
+        matched.insert(key);
+      }  // else a copy of another source with the same id: a collision
     }
     for (const auto& [key, copy] : actual) {
-      differences->push_back(target_container + " holds the stray copy " + key);
+      if (matched.count(key) == 0) {
+        differences->push_back(target_container + " holds the stray copy " + key);
+      }
     }
     return Status::Ok();
   }
 
  private:
-  // True when `copy` is a copy of the source item in `source_partition_key`.
-  bool OwnedBy(const boost::json::object& copy, const std::string& source_partition_key) const {
-    return copy.contains(views::kSourceLsnField) &&
-           views::StringAt(copy, source_pk) == source_partition_key;
-  }
-
   std::string Key(const boost::json::object& item) const {
     return views::StringAt(item, target_pk).value_or("") + "/" +
            std::string(item.at("id").as_string());
@@ -132,7 +156,11 @@ class Projection : public ProcessorKind, public views::CopySettings {
     std::string id(source.at("id").as_string());
     auto existing = ctx.Read(target_container, copy_pk, id);
     if (!existing.ok()) return existing.status();
-    boost::json::object copy = views::ShortForm(source, truncation);
+    std::string source_key = views::StringAt(source, source_pk).value_or("");
+    if (*existing && !views::DerivedFrom(**existing, *this, source_key, id)) {
+      return views::Collision(*this, **existing, source_key, id);
+    }
+    boost::json::object copy = views::ShortForm(source, *this);
     if (*existing && views::SourceLsnOf(**existing) >= views::ItemLsn(source)) {
       return Status::Ok();  // already shows this version or a newer one
     }
@@ -160,7 +188,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
     auto items = QueryAll(ctx, target_container, spec);
     if (!items.ok()) return items.status();
     for (const auto& item : *items) {
-      if (!OwnedBy(item, source_partition_key)) continue;
+      if (!views::DerivedFrom(item, *this, source_partition_key, id)) continue;
       if (Status s = DeleteItem(item, ctx); !s.ok()) return s;
     }
     return Status::Ok();

@@ -18,9 +18,18 @@
 // update to an older item does not push it in), the view is trimmed back to
 // `cap`, and a removed member is replaced by the best non-member (a scan of
 // the source). All changes share one ordering key: the view is one partition.
+//
+// Copies have the source's id and record their source (_source). Two source
+// items with the same id (in different partitions) cannot both be members:
+// the one in the view keeps its place, and the other one is left out and
+// reported as a collision (ViewContext::ReportCollision) - it neither evicts
+// the member nor parks the view's single ordering key. Rebuild() and
+// Verify() follow the same rule: for each id, the source whose copy is in
+// the view, else the best-ranked one.
 #include <algorithm>
 #include <boost/json.hpp>
 #include <map>
+#include <set>
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
@@ -62,8 +71,13 @@ class TopN : public ProcessorKind, public views::CopySettings {
       // point read of its copy is enough; membership and order hold.
       auto existing = ctx.Read(target_container, *view_pk, change.id);
       if (!existing.ok()) return existing.status();
-      boost::json::object copy = views::ShortForm(**source, truncation);
-      if (*existing && OwnedBy(**existing, change.partition_key) && !Outranks(**existing, copy)) {
+      if (*existing && !views::DerivedFrom(**existing, *this, change.partition_key, change.id)) {
+        ctx.ReportCollision(
+            views::Collision(*this, **existing, change.partition_key, change.id).message());
+        return Status::Ok();
+      }
+      boost::json::object copy = views::ShortForm(**source, *this);
+      if (*existing && !Outranks(**existing, copy)) {
         if (views::SourceLsnOf(**existing) >= views::ItemLsn(**source)) return Status::Ok();
         return ctx.Upsert(target_container, std::move(copy));
       }
@@ -80,7 +94,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (!members.ok()) return members.status();
     const boost::json::object* member = nullptr;
     for (const auto& m : *members) {
-      if (m.at("id").as_string() == change.id && OwnedBy(m, change.partition_key)) member = &m;
+      if (views::DerivedFrom(m, *this, change.partition_key, change.id)) member = &m;
     }
 
     if (!competes) {
@@ -88,7 +102,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
       return Reconcile(*view_pk, *members, ctx);  // the next best one joins
     }
 
-    boost::json::object copy = views::ShortForm(**source, truncation);
+    boost::json::object copy = views::ShortForm(**source, *this);
     if (member != nullptr && Outranks(*member, copy)) {
       // A member moved down: a non-member may now outrank it.
       return Reconcile(*view_pk, *members, ctx);
@@ -116,7 +130,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   }
 
   Status Rebuild(ViewContext& ctx) const override {
-    auto expected = Expected(ctx);
+    auto expected = Expected(ctx, {});
     if (!expected.ok()) return expected.status();
     auto all = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
     if (!all.ok()) return all.status();
@@ -135,10 +149,10 @@ class TopN : public ProcessorKind, public views::CopySettings {
   }
 
   Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const override {
-    auto expected = Expected(ctx);
-    if (!expected.ok()) return expected.status();
     auto actual = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
     if (!actual.ok()) return actual.status();
+    auto expected = Expected(ctx, *actual);
+    if (!expected.ok()) return expected.status();
     std::sort(actual->begin(), actual->end(),
               [this](const auto& a, const auto& b) { return Outranks(a, b); });
     if (actual->size() != expected->size()) {
@@ -196,8 +210,11 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return items;
   }
 
-  // The best `cap` source items, in short form, best first.
-  Result<std::vector<boost::json::object>> Expected(ViewContext& ctx) const {
+  // The best `cap` source items, in short form, best first; of the source
+  // items that share an id, only one: the one whose copy `view` holds, else
+  // the best-ranked one.
+  Result<std::vector<boost::json::object>> Expected(
+      ViewContext& ctx, const std::vector<boost::json::object>& view) const {
     QuerySpec spec;
     spec.filters = filter;
     spec.order_by = order_by;
@@ -206,17 +223,32 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (!sources.ok()) return sources.status();
     std::sort(sources->begin(), sources->end(),
               [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    std::set<std::pair<std::string, std::string>> present;  // (id, source partition key)
+    for (const auto& s : *sources) {
+      present.emplace(std::string(s.at("id").as_string()),
+                      views::StringAt(s, source_pk).value_or(""));
+    }
+    std::map<std::string, std::string> incumbent;  // id -> source partition key of its copy
+    for (const auto& m : view) {
+      std::string id(m.at("id").as_string());
+      auto pk = views::SourcePartitionKey(m, *this);
+      if (pk && present.count({id, *pk}) != 0) incumbent[id] = *pk;
+    }
     std::vector<boost::json::object> copies;
+    std::set<std::string> ids;
     for (const auto& s : *sources) {
       if (copies.size() == cap) break;
-      if (views::StringAt(s, target_pk)) copies.push_back(views::ShortForm(s, truncation));
+      if (!views::StringAt(s, target_pk)) continue;
+      std::string id(s.at("id").as_string());
+      auto it = incumbent.find(id);
+      if (ids.count(id) != 0 ||
+          (it != incumbent.end() && it->second != views::StringAt(s, source_pk))) {
+        continue;  // another source item with this id has the place
+      }
+      ids.insert(id);
+      copies.push_back(views::ShortForm(s, *this));
     }
     return copies;
-  }
-
-  // True when `copy` is a copy of the source item in `source_partition_key`.
-  bool OwnedBy(const boost::json::object& copy, const std::string& source_partition_key) const {
-    return views::StringAt(copy, source_pk) == source_partition_key;
   }
 
   // The view partition holding the copy of a deleted source item: a scan.
@@ -227,16 +259,24 @@ class TopN : public ProcessorKind, public views::CopySettings {
     auto copies = QueryAll(ctx, target_container, spec);
     if (!copies.ok()) return copies.status();
     for (const auto& copy : *copies) {
-      if (OwnedBy(copy, change.partition_key)) return views::StringAt(copy, target_pk);
+      if (views::DerivedFrom(copy, *this, change.partition_key, change.id)) {
+        return views::StringAt(copy, target_pk);
+      }
     }
     return std::optional<std::string>();
+  }
+
+  // True when the member `m` is a copy of the source of `expected` (a copy).
+  bool Shows(const boost::json::object& m, const boost::json::object& expected) const {
+    return views::DerivedFrom(m, *this, views::SourcePartitionKey(expected, *this).value_or(""),
+                              std::string(expected.at("id").as_string()));
   }
 
   // Makes the view partition `pk` equal to its recomputation from the source
   // (a scan; for the rare changes that can let a non-member in).
   Status Reconcile(const std::string& pk, const std::vector<boost::json::object>& members,
                    ViewContext& ctx) const {
-    auto expected = Expected(ctx);
+    auto expected = Expected(ctx, members);
     if (!expected.ok()) return expected.status();
     std::map<std::string, const boost::json::object*> wanted;
     for (const auto& e : *expected) {
@@ -246,14 +286,14 @@ class TopN : public ProcessorKind, public views::CopySettings {
     for (const auto& m : members) present[std::string(m.at("id").as_string())] = &m;
     for (const auto& [id, m] : present) {
       auto it = wanted.find(id);
-      if (it == wanted.end() || !OwnedBy(*m, *views::StringAt(*it->second, source_pk))) {
+      if (it == wanted.end() || !Shows(*m, *it->second)) {
         if (Status s = ctx.Delete(target_container, pk, id); !s.ok()) return s;
       }
     }
     for (const auto& [id, e] : wanted) {
       auto it = present.find(id);
       if (it != present.end() && views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e) &&
-          OwnedBy(*it->second, *views::StringAt(*e, source_pk))) {
+          Shows(*it->second, *e)) {
         continue;
       }
       if (Status s = ctx.Upsert(target_container, *e); !s.ok()) return s;

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "storage/derived_items.h"
+
 namespace feedd::views {
 
 Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
@@ -131,16 +133,22 @@ Result<CopySettings> ParseCopySettings(const ProcessorSettings& settings,
   return copy;
 }
 
-boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation) {
+boost::json::object ShortForm(const boost::json::object& source, const CopySettings& copy_of) {
   boost::json::object copy = source;
   copy.erase("_etag");
   copy.erase("_lsn");
   copy.erase("_ts");
   copy[kSourceLsnField] = ItemLsn(source);
-  if (truncation.field) {
+  copy[kSourceField] = boost::json::object{
+      {"container", copy_of.source_container},
+      {"partitionKey", StringAt(source, copy_of.source_pk).value_or("")},
+      {"id", source.contains("id") && source.at("id").is_string() ? source.at("id").as_string()
+                                                                  : boost::json::string()}};
+  if (copy_of.truncation.field) {
     boost::json::value root(std::move(copy));
-    if (boost::json::value* v = truncation.field->Find(root); v != nullptr && v->is_string()) {
-      *v = TruncateUtf8(v->get_string(), truncation.max_chars);
+    if (boost::json::value* v = copy_of.truncation.field->Find(root);
+        v != nullptr && v->is_string()) {
+      *v = TruncateUtf8(v->get_string(), copy_of.truncation.max_chars);
     }
     copy = std::move(root.as_object());
   }
@@ -156,6 +164,54 @@ bool SameView(const boost::json::object& derived, const boost::json::object& sho
   boost::json::object b = short_form;
   b.erase(kSourceLsnField);
   return a == b;
+}
+
+std::optional<std::string> SourcePartitionKey(const boost::json::object& item,
+                                              const CopySettings& copy) {
+  const boost::json::value* source = item.if_contains(kSourceField);
+  if (source == nullptr) {
+    if (!item.contains(kSourceLsnField)) return std::nullopt;
+    return StringAt(item, copy.source_pk);  // a copy written before _source existed
+  }
+  const boost::json::object* o = source->if_object();
+  const boost::json::value* container = o ? o->if_contains("container") : nullptr;
+  const boost::json::value* pk = o ? o->if_contains("partitionKey") : nullptr;
+  if (container == nullptr || *container != boost::json::value(copy.source_container) ||
+      pk == nullptr || !pk->is_string()) {
+    return std::nullopt;
+  }
+  return std::string(pk->get_string());
+}
+
+bool DerivedFrom(const boost::json::object& item, const CopySettings& copy,
+                 std::string_view source_pk, std::string_view id) {
+  const boost::json::value* item_id = item.if_contains("id");
+  if (item_id == nullptr || !item_id->is_string() || item_id->get_string() != id) return false;
+  if (const boost::json::value* source = item.if_contains(kSourceField)) {
+    const boost::json::object* o = source->if_object();
+    const boost::json::value* source_id = o ? o->if_contains("id") : nullptr;
+    if (source_id == nullptr || !source_id->is_string() || source_id->get_string() != id) {
+      return false;
+    }
+  }
+  return SourcePartitionKey(item, copy) == source_pk;
+}
+
+Status Collision(const CopySettings& copy, const boost::json::object& existing,
+                 std::string_view source_pk, std::string_view id) {
+  std::string taken_by;
+  if (const boost::json::value* source = existing.if_contains(kSourceField)) {
+    taken_by = "a copy of " + boost::json::serialize(*source);
+  } else if (existing.contains(kSourceLsnField)) {
+    taken_by = "a copy of another item of " + copy.source_container;
+  } else {
+    taken_by = "an item a client wrote";
+  }
+  std::string target_pk = StringAt(existing, copy.target_pk).value_or("");
+  return Status(ErrorCode::kDerivedItem,
+                "collision: the copy of " + copy.source_container + "/" + std::string(source_pk) +
+                    "/" + std::string(id) + " would overwrite " + copy.target_container + "/" +
+                    target_pk + "/" + std::string(id) + ", which is " + taken_by + "; refused");
 }
 
 }  // namespace feedd::views

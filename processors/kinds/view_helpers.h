@@ -7,6 +7,7 @@
 #include <boost/json/object.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "processors/processor_kind.h"
@@ -59,11 +60,29 @@ struct CopySettings {
 Result<CopySettings> ParseCopySettings(const ProcessorSettings& settings,
                                        const std::vector<ContainerSpec>& containers);
 
-// A copy of `source` for a view: system properties dropped, the truncated
-// field cut, _sourceLsn set to the source's _lsn.
-boost::json::object ShortForm(const boost::json::object& source, const Truncation& truncation);
+// A copy of `source` (an item of copy.source_container) for a view: system
+// properties dropped, the truncated field cut, _sourceLsn set to the
+// source's _lsn and _source to {"container","partitionKey","id"} of it.
+boost::json::object ShortForm(const boost::json::object& source, const CopySettings& copy);
 
-// True when `derived` already shows `short_form` (ignoring system fields).
+// True when `derived` already shows `short_form` (ignoring _sourceLsn and
+// the store's properties; _source is compared).
 bool SameView(const boost::json::object& derived, const boost::json::object& short_form);
+
+// True when `item` is a copy of the item (copy.source_container,
+// `source_pk`, `id`): its _source says so, or - a copy written before
+// _source existed - it has _sourceLsn and that partition key and id.
+bool DerivedFrom(const boost::json::object& item, const CopySettings& copy,
+                 std::string_view source_pk, std::string_view id);
+
+// The source partition key a copy of copy.source_container records, if any.
+std::optional<std::string> SourcePartitionKey(const boost::json::object& item,
+                                              const CopySettings& copy);
+
+// The collision of a copy of (copy.source_container, `source_pk`, `id`) with
+// `existing`, the item of the target container at its place: derived_item,
+// naming both (storage/derived_items.h).
+Status Collision(const CopySettings& copy, const boost::json::object& existing,
+                 std::string_view source_pk, std::string_view id);
 
 }  // namespace feedd::views

@@ -86,6 +86,9 @@ class HttpApiTest(FeeddTestCase):
         self.assertEqual(indexes_of(by_name["posts"]), ["/userId"])
         self.assertEqual(indexes_of(by_name["users"]), [])
         self.assertEqual(indexes_of(by_name["feed"]), [])
+        # feedd's addition: who writes it (docs/api.md, "Derived items").
+        self.assertEqual({n: c.get("writers") for n, c in by_name.items()},
+                         {"users": "any", "posts": "any", "feed": "processors"})
 
     def test_health_ready_feed_processors(self):
         for path in ("/healthz", "/readyz", "/v1/processors"):
@@ -668,7 +671,8 @@ class HttpApiTest(FeeddTestCase):
         c = self.c
         # a write in each container, so that the container filter has something to filter
         c.create("users", {"id": uid("u"), "userId": uid("u"), "username": "x"})
-        c.create("feed", {"id": uid("f"), "type": "cf-test"})
+        c.create("feed", {"id": uid("f"), "type": "cf-test"},
+                 headers={"X-Feedd-Override": "derived"})  # feed is the processors'
         self.new_post()
         head = c.wait_quiescent()
         info = c.feed_info()

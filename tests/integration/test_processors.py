@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 
 from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, query_path, strip_system
 
@@ -49,6 +50,7 @@ QUIESCE_TIMEOUT_S = 120.0
 QUIESCE_STABLE_S = 0.6
 RESTART_TIMEOUT_S = 60.0
 
+OVERRIDE = {"X-Feedd-Override": "derived"}  # docs/api.md, "Derived items"
 SEED = int(os.environ.get("FEEDD_PROC_SEED") or random.SystemRandom().randrange(1 << 30))
 SCALE = float(os.environ.get("FEEDD_PROC_SCALE") or "1")
 
@@ -995,7 +997,8 @@ class ProcessorsTest(FeeddTestCase):
     def verify_detects_a_wrong_view(self, client):
         bogus = {"id": "zzz-not-a-post", "type": "post", "creationDate": "2999-01-01T00:00:00.000Z",
                  "title": "written by hand into the view"}
-        self.assertStatus(client.create("feed", bogus), 201, "a hand-written item in feed")
+        self.assertStatus(client.create("feed", bogus, headers=OVERRIDE), 201,
+                          "a hand-written item in feed (admin override)")
         status, _, body = client.request("POST", "/v1/processors/feed/verify", {})
         self.assertEqual(status, 200, "verify feed: %r" % body)
         self.assertIs(body.get("ok"), False,
@@ -1007,7 +1010,8 @@ class ProcessorsTest(FeeddTestCase):
                                 "verify"], capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 1, "feedctl verify with a wrong feed view: exit %d\n%s%s"
                              % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
-        self.assertStatus(client.delete("feed", "post", bogus["id"]), 204, "remove the stray item")
+        self.assertStatus(client.delete("feed", "post", bogus["id"], headers=OVERRIDE), 204,
+                          "remove the stray item")
 
     def rebuild_during_writes(self, plan, client):
         """Rebuilds every view, round after round, while writers go on."""
@@ -1243,6 +1247,168 @@ class ProcessorsTest(FeeddTestCase):
         status, headers, _ = client.read("posts", "p1", "p1", {"X-Feedd-Min-Lsn": str(later)})
         self.assertEqual(status, 200)
         self.assertIsNone(headers.get("X-Feedd-Parked"))
+
+
+class DerivedItemsTest(FeeddTestCase):
+    """A processor never overwrites an item it did not derive (a collision is
+    parked and counted), and clients cannot write derived items."""
+
+    def setUp(self):
+        self.daemon = FeeddDaemon(extra_args=local_source_args(), name="feedd")
+        self.daemon.start()
+        self.c = self.daemon.client()
+
+    def tearDown(self):
+        self.daemon.cleanup()
+
+    def metric(self, name, processor):
+        with urllib.request.urlopen("http://%s/metrics" % self.daemon.ready["metrics"],
+                                    timeout=10) as r:
+            text = r.read().decode()
+        prefix = '%s{processor="%s"} ' % (name, processor)
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return float(line[len(prefix):])
+        self.fail("no %s%s in /metrics" % (name, prefix))
+
+    def wait_applied(self, what, timeout_s=60.0):
+        """Waits until every processor has applied (or parked) up to the head."""
+        head = self.c.head_lsn()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            procs = processors_status(self.c)
+            if all(p["appliedLsn"] >= head or p["parked"] for p in procs.values()):
+                return procs
+            if time.monotonic() > deadline:
+                self.fail("%s: processors did not reach LSN %d: %r" % (what, head, procs))
+            time.sleep(0.05)
+
+    def wait_for(self, what, condition, timeout_s=60.0):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                self.fail("%s: not within %.0f s" % (what, timeout_s))
+            time.sleep(0.05)
+
+    def user(self, u):
+        body = {"id": u, "userId": u, "type": "user", "username": "name-" + u}
+        self.assertStatus(self.c.create("users", body), 201, "user " + u)
+        return body
+
+    def post(self, pk, post_id, user, date, title="t"):
+        body = {"id": post_id, "postId": pk, "type": "post", "userId": user, "title": title,
+                "content": "c", "creationDate": date, "commentCount": 0, "likeCount": 0}
+        self.assertStatus(self.c.upsert("posts", pk, post_id, body), 201, "post %s/%s" % (pk, post_id))
+        return body
+
+    def test_a_post_never_overwrites_a_users_profile(self):
+        profile = self.user("u1")
+        # The issue's repro: a post whose id is the user's, its author that user.
+        evil = {"id": "u1", "postId": "evil", "type": "post", "userId": "u1"}
+        self.assertStatus(self.c.upsert("posts", "evil", "u1", evil), 201, "the evil post")
+        procs = self.wait_for("user_posts parks the collision",
+                              lambda: processors_status(self.c)["user_posts"]["parked"] > 0 and
+                              processors_status(self.c))
+        r = self.c.read("users", "u1", "u1")
+        self.assertStatus(r, 200, "the profile")
+        self.assertEqual(strip_system(r[2]), profile, "the profile was overwritten")
+        self.assertNotIn("_source", r[2])
+        status, _, body = self.c.request("GET", "/v1/processors/user_posts/parked")
+        self.assertEqual(status, 200, body)
+        errors = [p["error"] for p in body["parked"] if p["id"] == "u1"]
+        self.assertTrue(errors, body)
+        for part in ("derived_item", "collision", "posts/evil/u1", "users/u1/u1"):
+            self.assertIn(part, errors[0], body)
+        self.assertGreaterEqual(procs["user_posts"]["collisions"], 1, procs["user_posts"])
+        self.assertGreaterEqual(
+            self.metric("feedd_processor_view_collisions_total", "user_posts"), 1)
+        # The other views go on: the feed holds the post.
+        self.wait_for("the feed holds the post",
+                      lambda: self.c.read("feed", "post", "u1")[0] == 200)
+
+    def test_two_posts_with_one_id_keep_one_feed_copy_and_verify_passes(self):
+        self.user("u1")
+        self.user("u2")
+        self.post("p1", "p1", "u1", "2026-01-01T00:00:00Z", "first")
+        self.wait_applied("the first post")
+        self.post("other", "p1", "u2", "2026-02-01T00:00:00Z", "twin")
+        self.post("p2", "p2", "u1", "2026-03-01T00:00:00Z", "later")
+        procs = self.wait_applied("the twin")
+        self.assertEqual(procs["feed"]["parked"], 0, procs["feed"])
+        status, _, page = self.c.query("feed", {"partitionKey": "post", "limit": 100})
+        self.assertEqual(status, 200, page)
+        by_id = {it["id"]: it for it in page["items"]}
+        self.assertEqual(sorted(by_id), ["p1", "p2"], page)
+        self.assertEqual(by_id["p1"]["title"], "first", "the twin evicted the first post")
+        self.assertEqual(by_id["p1"]["_source"],
+                         {"container": "posts", "partitionKey": "p1", "id": "p1"})
+        for name in PROCESSORS:
+            status, _, body = self.c.request("POST", "/v1/processors/%s/verify" % name, {})
+            self.assertEqual(status, 200, body)
+            self.assertEqual((body.get("ok"), body.get("differences")), (True, []),
+                             "verify %s: %r" % (name, body))
+        self.assertGreaterEqual(self.metric("feedd_processor_view_collisions_total", "feed"), 1)
+
+    def test_clients_cannot_write_into_feed(self):
+        self.user("u1")
+        self.post("p1", "p1", "u1", "2026-01-01T00:00:00Z")
+        self.wait_for("the feed holds p1", lambda: self.c.read("feed", "post", "p1")[0] == 200)
+        fake = {"id": "fake", "type": "post", "title": "FAKE NEWS",
+                "creationDate": "2999-01-01T00:00:00Z"}
+        attempts = [
+            ("POST", self.c.create("feed", fake)),
+            ("PUT", self.c.upsert("feed", "post", "fake", fake)),
+            ("PUT over a member", self.c.upsert("feed", "post", "p1", dict(fake, id="p1"))),
+            ("PATCH", self.c.patch("feed", "post", "p1",
+                                   [{"op": "set", "path": "/title", "value": "FAKE NEWS"}])),
+            ("DELETE", self.c.delete("feed", "post", "p1")),
+            ("batch", self.c.batch("feed", "post", [{"op": "create", "body": fake}])),
+        ]
+        for what, resp in attempts:
+            self.assertError(resp, 403, "derived_container", what + " into feed")
+        self.assertEqual(self.c.read("feed", "post", "fake")[0], 404)
+        self.assertEqual(self.c.read("feed", "post", "p1")[2]["title"], "t")
+        # An explicit admin override may.
+        self.assertStatus(self.c.create("feed", fake, headers=OVERRIDE), 201, "override")
+        self.assertStatus(self.c.delete("feed", "post", "fake", headers=OVERRIDE), 204, "override")
+        r = self.c.request("DELETE", "/v1/containers/feed/items/post/p1", None,
+                           {"X-Feedd-Override": "yes"})
+        self.assertError(r, 400, "invalid_request", "an unknown override")
+
+    def test_clients_cannot_write_a_derived_copy_in_users(self):
+        self.user("u1")
+        self.post("p1", "p1", "u1", "2026-01-01T00:00:00Z")
+        # The copy of the post once usernames has set its author's name.
+        copy = self.wait_for("the copy of p1 in users, with userUsername",
+                             lambda: (lambda r: r[0] == 200 and "userUsername" in r[2] and r[2])(
+                                 self.c.read("users", "u1", "p1")))
+        self.wait_applied("the copy")
+        self.assertEqual(copy["_source"], {"container": "posts", "partitionKey": "p1", "id": "p1"})
+        fake = {"id": "p1", "userId": "u1", "type": "post", "title": "FAKE"}
+        attempts = [
+            ("PUT", self.c.upsert("users", "u1", "p1", fake)),
+            ("PATCH", self.c.patch("users", "u1", "p1",
+                                   [{"op": "set", "path": "/title", "value": "FAKE"}])),
+            ("DELETE", self.c.delete("users", "u1", "p1")),
+            ("batch upsert", self.c.batch("users", "u1", [{"op": "upsert", "body": fake}])),
+            ("batch delete", self.c.batch("users", "u1", [{"op": "delete", "id": "p1"}])),
+        ]
+        for what, resp in attempts:
+            self.assertError(resp, 403, "derived_item", what + " of a derived copy")
+        self.assertEqual(self.c.read("users", "u1", "p1")[2], copy, "the copy changed")
+        # The user's own items stay the clients'.
+        self.assertStatus(self.c.patch("users", "u1", "u1",
+                                       [{"op": "set", "path": "/bio", "value": "hi"}]), 200)
+        # A processor's batch op (sourceLsn, as feedd worker sends) may.
+        r = self.c.batch("users", "u1", [{"op": "patch", "id": "p1", "sourceLsn": 1,
+                                          "ifExists": True, "operations": [
+                                              {"op": "set", "path": "/x", "value": 1}]}])
+        self.assertStatus(r, 200, "a processor's patch of a copy")
+        # And an explicit admin override.
+        self.assertStatus(self.c.delete("users", "u1", "p1", headers=OVERRIDE), 204, "override")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -220,6 +221,36 @@ TEST(KeyedApplierBatchTest, AFailedBatchIsAppliedOneByOneAndOnlyTheBadChangeAndI
   EXPECT_EQ(parked[1].lsn, 5u);
   EXPECT_EQ(parked[2].lsn, 6u);
   EXPECT_EQ(applier->batches(), 0u);
+}
+
+// A failure that retrying cannot fix (Options::permanent, e.g. a collision)
+// is parked after its first attempt; others still get max_attempts.
+TEST(KeyedApplierBatchTest, APermanentFailureIsParkedAfterOneAttempt) {
+  OneKeyKind kind(1);
+  Recorder r;
+  r.hold_first = false;
+  r.failing = {1, 2};
+  KeyedApplier::Options options{"test", 1, 3, 1ms, {}, [](const Status& s) {
+                                  return s.code() == ErrorCode::kStorageError &&
+                                         s.message() == "injected";
+                                }};
+  KeyedApplier applier(
+      &kind, options,
+      [&r](const Change& c) {
+        Status s = r.Single(c);
+        // Change 2 fails with a retriable error.
+        if (!s.ok() && c.lsn == 2) return Status(ErrorCode::kStorageError, "retriable");
+        return s;
+      },
+      [&r](const Change& c) { r.Done(c); }, [](const std::string&) {});
+  applier.Start();
+  applier.Dispatch(MakeChange(1, "a"));
+  applier.Dispatch(MakeChange(2, "b"));
+  ASSERT_TRUE(Eventually([&] { return applier.parked() == 2; }));
+  applier.Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), std::vector<Lsn>{1}), 1);
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), std::vector<Lsn>{2}), 3);
 }
 
 TEST(KeyedApplierBatchTest, WithoutABatchFunctionOrWithMaxBatchOneEveryChangeIsSingle) {

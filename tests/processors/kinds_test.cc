@@ -591,12 +591,15 @@ TEST_F(UserPostsTest, CopiesAPostIntoItsAuthorsPartitionWithContentTruncated) {
   EXPECT_NE(static_cast<unsigned char>(content[cut.size()]) & 0xC0, 0x80)
       << "the cut splits a UTF-8 sequence";
 
-  // Every other field is kept, and the copy says which version it shows.
+  // Every other field is kept, and the copy says which item and version it shows.
   object expected = WithoutStoreFields(*created.after);
   expected["content"] = MultiByteText(200);
   object actual = WithoutStoreFields(*copy);
   EXPECT_EQ(U(actual, "_sourceLsn"), created.lsn);
   actual.erase("_sourceLsn");
+  EXPECT_EQ(actual["_source"], boost::json::value(object{
+                                   {"container", "posts"}, {"partitionKey", "p1"}, {"id", "p1"}}));
+  actual.erase("_source");
   EXPECT_EQ(actual, expected) << Str(actual);
 }
 
@@ -784,6 +787,60 @@ TEST_F(UserPostsTest, RebuildDerivesTheCopiesOfExistingPosts) {
   ASSERT_TRUE(CopyOf("u1", "p1"));
   EXPECT_EQ(S(*CopyOf("u1", "p1"), "content"), MultiByteText(200));
   EXPECT_TRUE(ctx_.Get("users", "u1", "u1")) << "Rebuild removed a user";
+}
+
+// The repro: a post whose id is a user's id, in another partition
+// but with that user as author, must not overwrite the user's profile.
+TEST_F(UserPostsTest, ACopyNeverOverwritesAClientsItemTheChangeIsRefused) {
+  object evil = Post("u1", "u1", "");
+  evil["postId"] = "evil";
+  Status s = ctx_.Run(*kind_, ctx_.Put("posts", evil));
+  EXPECT_EQ(s.code(), ErrorCode::kDerivedItem) << s.ToString();
+  EXPECT_NE(s.message().find("posts/evil/u1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("users/u1/u1"), std::string::npos) << s.message();
+  auto profile = CopyOf("u1", "u1");
+  ASSERT_TRUE(profile);
+  EXPECT_EQ(S(*profile, "type"), "user");
+  EXPECT_EQ(S(*profile, "username"), "alice");
+  EXPECT_FALSE(profile->contains("_source"));
+  // A collision is not a difference of the view: it was refused and parked.
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+  // Its delete leaves the profile alone too.
+  Apply(ctx_.Remove("posts", "evil", "u1"));
+  EXPECT_EQ(S(*CopyOf("u1", "u1"), "type"), "user");
+}
+
+TEST_F(UserPostsTest, TwoPostsWithOneIdNeverOverwriteEachOthersCopy) {
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice", Date(1), "first", "first")));
+  auto copy = CopyOf("u1", "p1");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(
+      copy->at("_source"),
+      boost::json::value(object{{"container", "posts"}, {"partitionKey", "p1"}, {"id", "p1"}}));
+  object twin = Post("p1", "u1", "alice", Date(2), "twin", "twin");
+  twin["postId"] = "p2";
+  Status s = ctx_.Run(*kind_, ctx_.Put("posts", twin));
+  EXPECT_EQ(s.code(), ErrorCode::kDerivedItem) << s.ToString();
+  EXPECT_EQ(S(*CopyOf("u1", "p1"), "title"), "first");
+  Apply(ctx_.Remove("posts", "p2", "p1"));
+  ASSERT_TRUE(CopyOf("u1", "p1")) << "the twin's delete removed the other post's copy";
+  EXPECT_EQ(S(*CopyOf("u1", "p1"), "title"), "first");
+}
+
+TEST_F(UserPostsTest, RebuildLeavesCollisionsOutAndReportsThem) {
+  object evil = Post("u1", "u1", "");
+  evil["postId"] = "evil";
+  ctx_.Put("posts", evil);
+  ctx_.Put("posts", Post("p1", "u2", "bob"));
+  object twin = Post("p1", "u2", "bob");
+  twin["postId"] = "p0";
+  ctx_.Put("posts", twin);
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(S(*CopyOf("u1", "u1"), "type"), "user");
+  EXPECT_EQ(ctx_.collisions().size(), 2u) << Joined(ctx_.collisions());
+  ASSERT_TRUE(CopyOf("u2", "p1"));
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
 }
 
 TEST_F(UserPostsTest, BatchesOfMixedChangesEndAsOneByOne) {
@@ -1219,6 +1276,39 @@ TEST_F(FeedTest, VerifyDetectsAWrongFeed) {
   ctx.Poke("feed", extra);
   d = VerifyView(*kind_, ctx);
   EXPECT_TRUE(AnyContains(d, "holds 4 items, expected 3")) << Joined(d);
+}
+
+TEST_F(FeedTest, TwoPostsWithOneIdDoNotEvictEachOther) {
+  Make(3);
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice", Date(10), "x", "first")));
+  Apply(ctx_.Put("posts", Post("p2", "u1", "alice", Date(5))));
+  object twin = Post("p1", "u2", "bob", Date(20), "x", "twin");
+  twin["postId"] = "other";
+  Apply(ctx_.Put("posts", twin));  // newer, same id: left out, not an error
+  EXPECT_EQ(ctx_.collisions().size(), 1u);
+  auto member = ctx_.Get("feed", "post", "p1");
+  ASSERT_TRUE(member);
+  EXPECT_EQ(S(*member, "title"), "first");
+  EXPECT_EQ(member->at("_source").at("partitionKey"), "p1");
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice", Date(10), "x", "first, edited")));
+  EXPECT_EQ(S(*ctx_.Get("feed", "post", "p1"), "title"), "first, edited");
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+  // The twin's delete leaves the member; the member's delete lets the twin in.
+  object twin_again = twin;
+  Apply(ctx_.Remove("posts", "other", "p1"));
+  EXPECT_EQ(S(*ctx_.Get("feed", "post", "p1"), "title"), "first, edited");
+  Apply(ctx_.Put("posts", twin_again));
+  Apply(ctx_.Remove("posts", "p1", "p1"));
+  member = ctx_.Get("feed", "post", "p1");
+  ASSERT_TRUE(member);
+  EXPECT_EQ(S(*member, "title"), "twin");
+  EXPECT_EQ(member->at("_source").at("partitionKey"), "other");
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+  // A rebuild keeps one copy per id.
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(FeedIds(), (std::vector<std::string>{"p1", "p2"}));
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
 }
 
 TEST_F(FeedTest, AllChangesShareOneOrderingKey) {

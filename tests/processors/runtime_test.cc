@@ -389,10 +389,12 @@ class RuntimeTest : public ::testing::Test {
     return lsns;
   }
 
-  Lsn Delete(const std::string& container, const std::string& pk, const std::string& id) {
+  Lsn Delete(const std::string& container, const std::string& pk, const std::string& id,
+             WriteOrigin origin = WriteOrigin::kClient) {
     WriteOp op;
     op.kind = WriteOpKind::kDelete;
     op.id = id;
+    op.origin = origin;
     WriteResult r = store_->Write(WriteRequest{container, pk, {op}});
     EXPECT_TRUE(IsOk(r.status));
     return r.last_lsn;
@@ -842,8 +844,9 @@ TEST_F(RuntimeTest, AStartOnExistingDataDerivesTheViews) {
     EXPECT_TRUE(differences->empty()) << instance->name() << Joined(*differences);
   }
 
-  // A damaged view (written around the processor) is reported, and rebuilt.
-  Delete("users", "u1", "p1");
+  // A damaged view (written around the processor, as an operator's override
+  // can) is reported, and rebuilt.
+  Delete("users", "u1", "p1", WriteOrigin::kOverride);
   ASSERT_TRUE(Quiescent({user_posts, feed}));
   auto differences = user_posts->Verify(5s);
   ASSERT_TRUE(differences.ok());

@@ -52,11 +52,14 @@ constexpr uint64_t kT0 = 1'700'000'000'000ull;
 constexpr size_t kMaxItem = 2 * 1024 * 1024;
 constexpr auto kLongWait = std::chrono::seconds(60);
 
-// The scenario's containers plus one with a nested partition key and two
-// secondary indexes.
+// The scenario's containers (`feed` open to clients: the tests use it as a
+// plain container), one with a nested partition key and two secondary
+// indexes, and one that only processors write.
 std::vector<ContainerSpec> TestContainers() {
   std::vector<ContainerSpec> c = DefaultContainers();
+  for (auto& spec : c) spec.writers = ContainerWriters::kAny;
   c.push_back(ContainerSpec{"orders", "/customer/id", {"/status", "/amount"}});
+  c.push_back(ContainerSpec{"views", "/k", {}, ContainerWriters::kProcessors});
   return c;
 }
 
@@ -334,7 +337,7 @@ TEST_F(StoreTest, FreshStoreIsEmptyAndHealthy) {
 
   std::set<std::string> names;
   for (const ContainerSpec& c : store_->containers()) names.insert(c.name);
-  EXPECT_EQ(names, (std::set<std::string>{"users", "posts", "feed", "orders"}));
+  EXPECT_EQ(names, (std::set<std::string>{"users", "posts", "feed", "orders", "views"}));
   ASSERT_NE(store_->FindContainer("posts"), nullptr);
   EXPECT_EQ(store_->FindContainer("posts")->partition_key_path, "/postId");
   EXPECT_EQ(store_->FindContainer("posts")->index_paths, (std::vector<std::string>{"/userId"}));
@@ -1084,6 +1087,68 @@ TEST_F(StoreTest, CrossPartitionQueryUsesIndexOrFullScan) {
 // ===================================================================
 // Queries
 // ===================================================================
+
+// storage/derived_items.h: who may write derived items.
+TEST_F(StoreTest, DerivedItemsAreTheProcessorsToWrite) {
+  auto as = [](WriteOp op, WriteOrigin origin) {
+    op.origin = origin;
+    return op;
+  };
+  auto derived = [this](std::string_view container, std::string_view body) {
+    Result<PreparedItem> r = PrepareDerivedItem(Spec(container), Obj(body), kMaxItem);
+    if (!r.ok()) throw std::runtime_error("derived item rejected: " + r.status().ToString());
+    return std::move(r.value());
+  };
+  const char* copy = R"({"id":"p1","userId":"u1","t":1,"_sourceLsn":7,)"
+                     R"("_source":{"container":"posts","partitionKey":"p1","id":"p1"}})";
+  // A processors-only container refuses every client op, even on a missing item.
+  EXPECT_TRUE(
+      HasCode(Create("views", R"({"id":"a","k":"x"})").status, ErrorCode::kDerivedContainer));
+  EXPECT_TRUE(HasCode(Delete("views", "x", "a").status, ErrorCode::kDerivedContainer));
+  ASSERT_TRUE(One("views", "x",
+                  as(ItemOp(WriteOpKind::kUpsert, derived("views", R"({"id":"a","k":"x"})")),
+                     WriteOrigin::kProcessor))
+                  .status.ok());
+  ASSERT_TRUE(One("views", "x",
+                  as(ItemOp(WriteOpKind::kUpsert, Item("views", R"({"id":"b","k":"x"})")),
+                     WriteOrigin::kOverride))
+                  .status.ok());
+  // In a mixed container: a client cannot write or delete an item with _source.
+  ASSERT_TRUE(One("users", "u1",
+                  as(ItemOp(WriteOpKind::kUpsert, derived("users", copy)), WriteOrigin::kProcessor))
+                  .status.ok());
+  EXPECT_TRUE(HasCode(Upsert("users", R"({"id":"p1","userId":"u1","t":2})").status,
+                      ErrorCode::kDerivedItem));
+  EXPECT_TRUE(HasCode(Patch("users", "u1", "p1", R"([{"op":"set","path":"/t","value":2}])").status,
+                      ErrorCode::kDerivedItem));
+  EXPECT_TRUE(HasCode(Delete("users", "u1", "p1").status, ErrorCode::kDerivedItem));
+  // Reads in a batch are not writes.
+  EXPECT_TRUE(One("users", "u1", KeyOp(WriteOpKind::kRead, "p1")).status.ok());
+  // A processor's copy of another source never replaces it, nor a client's item.
+  ASSERT_TRUE(Create("users", R"({"id":"u1","userId":"u1","username":"ana"})").status.ok());
+  std::string twin = copy;
+  twin.replace(twin.find(R"("partitionKey":"p1")"), 19, R"("partitionKey":"p9")");
+  for (const auto& [id, body] :
+       {std::pair<std::string, std::string>{"p1", twin},
+        {"u1", R"({"id":"u1","userId":"u1","type":"post","_sourceLsn":8,)"
+               R"("_source":{"container":"posts","partitionKey":"evil","id":"u1"}})"}}) {
+    WriteResult w =
+        One("users", "u1",
+            as(ItemOp(WriteOpKind::kUpsert, derived("users", body)), WriteOrigin::kProcessor));
+    EXPECT_TRUE(HasCode(w.status, ErrorCode::kDerivedItem)) << id << ": " << w.status.ToString();
+    EXPECT_NE(w.status.message().find("collision"), std::string::npos) << w.status.message();
+  }
+  EXPECT_EQ(S(MustRead("users", "u1", "u1").at("username")), "ana");
+  EXPECT_EQ(U(MustRead("users", "u1", "p1").at("t")), 1u);
+  // The same source may; so may an override.
+  std::string same = copy;
+  same.replace(same.find(R"("t":1)"), 5, R"("t":3)");
+  EXPECT_TRUE(One("users", "u1",
+                  as(ItemOp(WriteOpKind::kUpsert, derived("users", same)), WriteOrigin::kProcessor))
+                  .status.ok());
+  EXPECT_TRUE(One("users", "u1", as(KeyOp(WriteOpKind::kDelete, "p1"), WriteOrigin::kOverride))
+                  .status.ok());
+}
 
 TEST_F(StoreTest, PartitionQueryReadsOnlyThatPartition) {
   for (const char* body :

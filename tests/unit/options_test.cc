@@ -272,6 +272,22 @@ TEST_F(OptionsTest, ContainersFromTheCommandLineOverrideTheFile) {
   EXPECT_EQ(config.store.containers[1].index_paths, std::vector<std::string>{"/userId"});
 }
 
+TEST_F(OptionsTest, ContainerWriters) {
+  EXPECT_EQ(LoadOk().store.containers[2].writers, ContainerWriters::kProcessors)
+      << "the default feed is filled by processors only";
+  UseConfigFile(
+      "[container.users]\npartition_key = /userId\n"
+      "[container.feed]\npartition_key = /type\nwriters = processors\n");
+  DaemonConfig config = LoadOk();
+  ASSERT_EQ(config.store.containers.size(), 2u);
+  EXPECT_EQ(config.store.containers[0].writers, ContainerWriters::kAny);
+  EXPECT_EQ(config.store.containers[1].writers, ContainerWriters::kProcessors);
+  args_.push_back("--container.feed.writers=any");
+  EXPECT_EQ(LoadOk().store.containers[1].writers, ContainerWriters::kAny);
+  args_ = {"--container.feed.partition_key=/type", "--container.feed.writers=nobody"};
+  ExpectError("container.feed.writers must be 'any' or 'processors'");
+}
+
 TEST_F(OptionsTest, BadContainers) {
   args_ = {"--container.users.indexes=/a"};
   ExpectError("container.users.partition_key is required");

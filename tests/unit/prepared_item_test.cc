@@ -56,6 +56,32 @@ TEST(PrepareItemTest, StripsTopLevelUnderscoreProperties) {
   EXPECT_EQ(Json(r->body_json), Json(R"({"id":"a","postId":"p","a_b":1,"nested":{"_keep":true}})"));
 }
 
+// A client cannot mark an item as derived; a processor's write (sourceLsn)
+// keeps a well-formed _source (storage/derived_items.h).
+TEST(PrepareItemTest, OnlyAProcessorsWriteKeepsAWellFormedSource) {
+  const char* body =
+      R"({"id":"a","postId":"p","_source":{"container":"posts","partitionKey":"q","id":"a"}})";
+  Result<PreparedItem> client = Prep(Obj(body));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_EQ(Json(client->body_json), Json(R"({"id":"a","postId":"p"})"));
+  Result<PreparedItem> processor =
+      PrepareItem(kPosts, Obj(body), std::nullopt, std::nullopt, kMax, 7);
+  ASSERT_TRUE(processor.ok()) << processor.status().ToString();
+  EXPECT_EQ(Json(processor->body_json),
+            Json(R"({"id":"a","postId":"p","_sourceLsn":7,)"
+                 R"("_source":{"container":"posts","partitionKey":"q","id":"a"}})"));
+  for (
+      const char* bad :
+      {R"({"id":"a","postId":"p","_source":"posts/q/a"})",
+       R"({"id":"a","postId":"p","_source":{"container":"posts","id":"a"}})",
+       R"({"id":"a","postId":"p","_source":{"container":"posts","partitionKey":1,"id":"a"}})",
+       R"({"id":"a","postId":"p","_source":{"container":"posts","partitionKey":"q","id":"a","x":1}})"}) {
+    EXPECT_TRUE(HasCode(PrepareItem(kPosts, Obj(bad), std::nullopt, std::nullopt, kMax, 7).status(),
+                        ErrorCode::kInvalidItem))
+        << bad;
+  }
+}
+
 TEST(PrepareItemTest, BodyKeepsClientPropertyOrder) {
   Result<PreparedItem> r = Prep(Obj(R"({"z":1,"id":"a","m":2,"postId":"p","a":3})"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -31,6 +31,7 @@ class ViewWriteTest : public ::testing::Test {
     WriteOp op;
     op.kind = WriteOpKind::kUpsert;
     op.item = *item;
+    op.origin = WriteOrigin::kProcessor;  // views are the processors' to write
     return WriteRequest{container, item->partition_key, {op}};
   }
 
@@ -40,6 +41,7 @@ class ViewWriteTest : public ::testing::Test {
     op.kind = WriteOpKind::kDelete;
     op.id = id;
     op.if_exists = if_exists;
+    op.origin = WriteOrigin::kProcessor;
     return WriteRequest{container, pk, {op}};
   }
 

@@ -1,0 +1,70 @@
+#include "storage/derived_items.h"
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+#include "storage/json_scan.h"
+
+namespace feedd {
+namespace {
+
+// The text of a top-level property of a stored or prepared item, if present.
+std::optional<std::string_view> Property(std::string_view item_json, const char* name) {
+  const std::vector<std::string> path = {name};
+  std::string_view value;
+  if (FindJsonValue(item_json, path, &value) != JsonScan::kFound) return std::nullopt;
+  return value;
+}
+
+bool SameJson(std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  boost::system::error_code ec_a, ec_b;
+  boost::json::value va = boost::json::parse(a, ec_a);
+  boost::json::value vb = boost::json::parse(b, ec_b);
+  return !ec_a && !ec_b && va == vb;
+}
+
+}  // namespace
+
+Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view id,
+                std::optional<std::string_view> new_json,
+                std::optional<std::string_view> stored_json) {
+  const std::string where = "item '" + std::string(id) + "' of '" + container.name + "'";
+  switch (origin) {
+    case WriteOrigin::kOverride:
+      return Status::Ok();
+    case WriteOrigin::kClient: {
+      if (container.writers == ContainerWriters::kProcessors) {
+        return Status(ErrorCode::kDerivedContainer,
+                      "container '" + container.name +
+                          "' is filled by processors only; clients cannot write into it");
+      }
+      if (!stored_json) return Status::Ok();
+      if (auto source = Property(*stored_json, kSourceField)) {
+        return Status(ErrorCode::kDerivedItem, where + " is derived by a processor from " +
+                                                   std::string(*source) +
+                                                   "; clients cannot write or delete it");
+      }
+      return Status::Ok();
+    }
+    case WriteOrigin::kProcessor: {
+      if (!stored_json || !new_json) return Status::Ok();
+      auto source = Property(*new_json, kSourceField);
+      if (!source) return Status::Ok();
+      auto stored_source = Property(*stored_json, kSourceField);
+      if (stored_source ? SameJson(*source, *stored_source)
+                        : Property(*stored_json, "_sourceLsn").has_value()) {
+        return Status::Ok();
+      }
+      return Status(ErrorCode::kDerivedItem,
+                    "collision: " + where + " is " +
+                        (stored_source ? "derived from " + std::string(*stored_source)
+                                       : std::string("not a derived item")) +
+                        ", not from " + std::string(*source) + "; the copy is refused");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace feedd
