@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <cctype>
 
+#include "util/log_limiter.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -148,7 +149,12 @@ std::string ErrorJson(const Status& status) {
 HttpResponse ErrorResponse(const Status& status) {
   int http_status = ErrorCodeHttpStatus(status.code());
   if (http_status >= 500) {
-    FEEDD_LOG(kWarning, "api") << "answering " << status.ToString();
+    // A store that refuses writes answers every request the same way.
+    static LogLimiter limiter(std::chrono::seconds(1));
+    if (uint64_t dropped = 0; limiter.Allow(&dropped)) {
+      FEEDD_LOG(kWarning, "api") << "answering " << status.ToString()
+                                 << LogLimiter::Dropped(dropped);
+    }
   }
   return JsonResponse(http_status, ErrorJson(status));
 }
