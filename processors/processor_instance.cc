@@ -44,8 +44,13 @@ class ProcessorInstance::Impl {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
-        KeyedApplier::Options{
-            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff, {}},
+        KeyedApplier::Options{config_.name, config_.parallelism, config_.max_attempts,
+                              config_.retry_backoff,
+                              // The store below its disk reserve or recovering: wait for it.
+                              [](const Status& s) {
+                                return s.code() == ErrorCode::kInsufficientStorage ||
+                                       s.code() == ErrorCode::kUnavailable;
+                              }},
         [this](const Change& change) { return Apply(std::span<const Change>(&change, 1)); },
         [this](const Change& change) {
           ++applied_count_;

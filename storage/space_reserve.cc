@@ -1,0 +1,81 @@
+#include "storage/space_reserve.h"
+
+#include "util/log_limiter.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+}  // namespace
+
+SpaceReserve::SpaceReserve(rocksdb::FileSystem* fs, std::string path, uint64_t min_free_bytes,
+                           Clock* clock)
+    : fs_(fs),
+      path_(std::move(path)),
+      min_free_bytes_(min_free_bytes),
+      resume_free_bytes_(min_free_bytes + min_free_bytes / 8),
+      clock_(clock) {}
+
+Status SpaceReserve::Admit() {
+  Status s = Check();
+  if (!s.ok()) ++refused_;
+  return s;
+}
+
+Status SpaceReserve::Check() {
+  if (min_free_bytes_ == 0) return Status::Ok();
+  const uint64_t now_ms = clock_->NowMillis();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!sampled_ || now_ms >= sampled_ms_ + kSampleIntervalMs ||
+        written_since_sample_.load() >= min_free_bytes_ / 4) {
+      Sample(now_ms);
+    }
+  }
+  const uint64_t written = written_since_sample_.load();
+  const uint64_t sampled = free_bytes_.load();
+  const uint64_t free = sampled > written ? sampled - written : 0;
+  if (!refusing_.load() && known_.load() && free < min_free_bytes_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!refusing_.exchange(true)) {
+      FEEDD_LOG(kError, "storage")
+          << "about " << free / kMiB << " MiB free in " << path_ << ", below the reserve of "
+          << min_free_bytes_ / kMiB << " MiB (storage.min_free_mb): writes answer 507 until "
+          << resume_free_bytes_ / kMiB << " MiB are free";
+    }
+  }
+  if (!refusing_.load()) return Status::Ok();
+  return Status(ErrorCode::kInsufficientStorage,
+                "the data directory's file system has about " + std::to_string(free / kMiB) +
+                    " MiB free, below the reserve of " + std::to_string(min_free_bytes_ / kMiB) +
+                    " MiB; writes resume once " + std::to_string(resume_free_bytes_ / kMiB) +
+                    " MiB are free");
+}
+
+void SpaceReserve::Sample(uint64_t now_ms) {
+  uint64_t free = 0;
+  rocksdb::IOStatus s = fs_->GetFreeSpace(path_, rocksdb::IOOptions(), &free, nullptr);
+  sampled_ms_ = now_ms;
+  sampled_ = true;
+  if (!s.ok()) {
+    // Free space unknown: the state stays as it is.
+    static LogLimiter limiter(std::chrono::minutes(1));
+    if (uint64_t dropped = 0; limiter.Allow(&dropped)) {
+      FEEDD_LOG(kWarning, "storage") << "cannot read the free space of " << path_ << ": "
+                                     << s.ToString() << LogLimiter::Dropped(dropped);
+    }
+    return;
+  }
+  known_ = true;
+  free_bytes_ = free;
+  written_since_sample_ = 0;
+  if (refusing_.load() && free >= resume_free_bytes_) {
+    refusing_ = false;
+    FEEDD_LOG(kInfo, "storage") << free / kMiB << " MiB free in " << path_
+                                << " again: accepting writes";
+  }
+}
+
+}  // namespace feedd
