@@ -8,6 +8,11 @@ namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
+// "12.3 MiB", rounded down.
+std::string MiB(uint64_t bytes) {
+  return std::to_string(bytes / kMiB) + "." + std::to_string(bytes % kMiB * 10 / kMiB) + " MiB";
+}
+
 }  // namespace
 
 SpaceReserve::SpaceReserve(rocksdb::FileSystem* fs, std::string path, uint64_t min_free_bytes,
@@ -41,17 +46,16 @@ Status SpaceReserve::Check() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!refusing_.exchange(true)) {
       FEEDD_LOG(kError, "storage")
-          << "about " << free / kMiB << " MiB free in " << path_ << ", below the reserve of "
-          << min_free_bytes_ / kMiB << " MiB (storage.min_free_mb): writes answer 507 until "
-          << resume_free_bytes_ / kMiB << " MiB are free";
+          << "about " << MiB(free) << " free in " << path_ << ", below the reserve of "
+          << MiB(min_free_bytes_) << " (storage.min_free_mb): writes answer 507 until "
+          << MiB(resume_free_bytes_) << " are free";
     }
   }
   if (!refusing_.load()) return Status::Ok();
   return Status(ErrorCode::kInsufficientStorage,
-                "the data directory's file system has about " + std::to_string(free / kMiB) +
-                    " MiB free, below the reserve of " + std::to_string(min_free_bytes_ / kMiB) +
-                    " MiB; writes resume once " + std::to_string(resume_free_bytes_ / kMiB) +
-                    " MiB are free");
+                "the data directory's file system has about " + MiB(free) +
+                    " free, below the reserve of " + MiB(min_free_bytes_) +
+                    "; writes resume once " + MiB(resume_free_bytes_) + " are free");
 }
 
 void SpaceReserve::Sample(uint64_t now_ms) {
@@ -73,8 +77,7 @@ void SpaceReserve::Sample(uint64_t now_ms) {
   written_since_sample_ = 0;
   if (refusing_.load() && free >= resume_free_bytes_) {
     refusing_ = false;
-    FEEDD_LOG(kInfo, "storage") << free / kMiB << " MiB free in " << path_
-                                << " again: accepting writes";
+    FEEDD_LOG(kInfo, "storage") << MiB(free) << " free in " << path_ << " again: accepting writes";
   }
 }
 
