@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "storage/info_log_file_system.h"
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
 #include "storage/retryable_file_system.h"
@@ -50,8 +51,9 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   }
 
   std::unique_ptr<RocksDatabase> database(new RocksDatabase());
-  database->file_system_ = std::make_shared<RetryableFileSystem>(
-      options.file_system ? options.file_system : rocksdb::FileSystem::Default());
+  database->file_system_ =
+      std::make_shared<RetryableFileSystem>(std::make_shared<InfoLogFileSystem>(
+          options.file_system ? options.file_system : rocksdb::FileSystem::Default()));
   database->env_ = rocksdb::NewCompositeEnv(database->file_system_);
 
   rocksdb::DBOptions db_options;

@@ -1,7 +1,6 @@
 // SpaceReserve: refuses writes before the data directory's file system runs
-// out of space, so RocksDB never meets ENOSPC (on a full disk Debian's
-// RocksDB 7.8 can abort the process on an internal assertion instead of
-// returning the error).
+// out of space, so RocksDB does not meet ENOSPC (once it has, it refuses
+// writes until it finds a memtable's worth of space free again).
 //
 // Operation
 //   Admit() answers `insufficient_storage` while the free space is below

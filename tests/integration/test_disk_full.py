@@ -13,6 +13,11 @@ before RocksDB meets ENOSPC. Then:
     /readyz is 200, and the refusals are counted in
     feedd_storage_writes_refused_total{reason="no_space"};
   * every acknowledged write survives a restart, under contiguous LSNs.
+
+With the reserve disabled (storage.min_free_mb=0) on a 160 MiB tmpfs with a
+90 MiB ballast, RocksDB itself meets ENOSPC: writes answer 503, and once the
+ballast is deleted (RocksDB wants 64 MiB free to clear the error) they are
+accepted again without a restart, with no LSN lost or repeated.
 """
 
 import http.client
@@ -34,28 +39,39 @@ def user(i):
 
 
 class DiskFullTest(FeeddTestCase):
-    def setUp(self):
+    def start_on_tmpfs(self, size_mib, ballast_mib, min_free_mb):
+        """feedd on a fresh tmpfs of size_mib holding a ballast file."""
         self.mount_point = tempfile.mkdtemp(prefix="feedd-tmpfs-")
         self.addCleanup(os.rmdir, self.mount_point)
         try:
-            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", self.mount_point],
-                           check=True, capture_output=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % size_mib, "tmpfs",
+                            self.mount_point], check=True, capture_output=True)
         except (OSError, subprocess.CalledProcessError) as e:
-            self.skipTest("cannot mount a 64 MiB tmpfs (needs root): %s"
+            self.skipTest("cannot mount a tmpfs (needs root): %s"
                           % (getattr(e, "stderr", b"") or str(e)))
         self.addCleanup(subprocess.run, ["umount", "-l", self.mount_point], check=False)
         self.ballast = os.path.join(self.mount_point, "ballast")
         with open(self.ballast, "wb") as f:
-            for _ in range(32):
+            for _ in range(ballast_mib):
                 f.write(b"\0" * MiB)
         self.daemon = FeeddDaemon(
-            extra_args=["--storage.min_free_mb=8", "--kafka.brokers=none",
+            extra_args=["--storage.min_free_mb=%d" % min_free_mb, "--kafka.brokers=none",
                         "--processors.enabled=false"],
             sync=True)
         self.addCleanup(self.daemon.cleanup)
         self.daemon.data_dir = os.path.join(self.mount_point, "data")
         os.mkdir(self.daemon.data_dir)
         self.daemon.start()
+
+    def check_after_restart(self, acknowledged):
+        """Every acknowledged write is there after a restart, LSNs 1..head."""
+        self.daemon.restart()
+        c = self.daemon.client()
+        changes = c.all_changes()
+        self.assertEqual([ch["lsn"] for ch in changes], list(range(1, len(acknowledged) + 1)))
+        self.assertEqual([ch["id"] for ch in changes], ["u%d" % i for i in acknowledged])
+        for i in acknowledged:
+            self.assertStatus(c.read("users", "u%d" % i, "u%d" % i), 200, "read after restart")
 
     def metric(self, name):
         host, _, port = self.daemon.ready["metrics"].rpartition(":")
@@ -71,6 +87,7 @@ class DiskFullTest(FeeddTestCase):
         self.fail("no %s in /metrics" % name)
 
     def test_writes_stop_at_the_reserve_and_resume_once_space_is_freed(self):
+        self.start_on_tmpfs(size_mib=64, ballast_mib=32, min_free_mb=8)
         c = self.daemon.client()
         acknowledged = []
         refused = None
@@ -120,14 +137,40 @@ class DiskFullTest(FeeddTestCase):
         self.assertStatus(c.request("GET", "/readyz"), 200, "readyz after freeing space")
         self.assertEqual(self.metric('feedd_storage_state{state="writable"}'), 1)
 
-        # Every acknowledged write is there after a restart, LSNs 1..head.
-        self.daemon.restart()
+        self.check_after_restart(acknowledged)
+
+    def test_without_a_reserve_writes_resume_after_enospc_once_space_is_freed(self):
+        self.start_on_tmpfs(size_mib=160, ballast_mib=90, min_free_mb=0)
         c = self.daemon.client()
-        changes = c.all_changes()
-        self.assertEqual([ch["lsn"] for ch in changes], list(range(1, len(acknowledged) + 1)))
-        self.assertEqual([ch["id"] for ch in changes], ["u%d" % i for i in acknowledged])
-        for i in acknowledged:
-            self.assertStatus(c.read("users", "u%d" % i, "u%d" % i), 200, "read after restart")
+        acknowledged = []
+        failed = None
+        for i in range(1000):
+            resp = c.upsert("users", "u%d" % i, "u%d" % i, user(i))
+            if resp[0] in (200, 201):
+                acknowledged.append(i)
+                continue
+            failed = resp
+            break
+        self.assertIsNotNone(failed, "1000 writes of 256 KiB fitted on a 160 MiB tmpfs")
+        self.assertError(failed, 503, "unavailable", "write on a full disk")
+        self.assertStatus(c.read("users", "u0", "u0"), 200, "read on a full disk")
+        self.assertStatus(c.request("GET", "/readyz"), 503, "readyz on a full disk")
+
+        os.unlink(self.ballast)
+        deadline = time.monotonic() + 60
+        i = acknowledged[-1] + 1
+        while True:
+            self.assertTrue(self.daemon.alive(), "feedd died after ENOSPC")
+            resp = c.upsert("users", "u%d" % i, "u%d" % i, {"id": "u%d" % i, "userId": "u%d" % i})
+            if resp[0] in (200, 201):
+                acknowledged.append(i)
+                break
+            self.assertError(resp, 503, "unavailable", "write while recovering")
+            self.assertLess(time.monotonic(), deadline, "writes did not resume")
+            i += 1
+            time.sleep(0.2)
+        self.assertStatus(c.request("GET", "/readyz"), 200, "readyz after recovery")
+        self.check_after_restart(acknowledged)
 
 
 if __name__ == "__main__":
