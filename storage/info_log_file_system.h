@@ -32,6 +32,14 @@ class InfoLogFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* d) override;
+  // RocksDB's own: it opens the log through NewWritableFile() above
+  // (FileSystemWrapper would hand it to the wrapped file system, whose
+  // NewWritableFile() it would then call).
+  rocksdb::IOStatus NewLogger(const std::string& f, const rocksdb::IOOptions& o,
+                              std::shared_ptr<rocksdb::Logger>* r,
+                              rocksdb::IODebugContext* d) override {
+    return rocksdb::FileSystem::NewLogger(f, o, r, d);
+  }
 };
 
 }  // namespace feedd

@@ -33,8 +33,31 @@ using testutil::TempDir;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
+// A file whose appends fail with ENOSPC once `*full` is set.
+class FillingFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FillingFile(std::unique_ptr<rocksdb::FSWritableFile> file, const std::atomic<bool>* full)
+      : rocksdb::FSWritableFileOwnerWrapper(std::move(file)), full_(full) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                           rocksdb::IODebugContext* d) override {
+    if (full_->load()) return rocksdb::IOStatus::NoSpace("While appending to file", "LOG");
+    return target()->Append(data, o, d);
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                           const rocksdb::DataVerificationInfo& v,
+                           rocksdb::IODebugContext* d) override {
+    if (full_->load()) return rocksdb::IOStatus::NoSpace("While appending to file", "LOG");
+    return target()->Append(data, o, v, d);
+  }
+
+ private:
+  const std::atomic<bool>* full_;
+};
+
 // Fails the next N openings of a WAL file as POSIX open() with EMFILE does
-// in RocksDB's file system, and reports a chosen free space.
+// in RocksDB's file system, reports a chosen free space, and can make
+// RocksDB's info log (LOG) meet a full disk.
 class FaultFileSystem : public rocksdb::FileSystemWrapper {
  public:
   FaultFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
@@ -44,6 +67,7 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
   void FailNextWalOpens(int n) { wal_open_failures_ = n; }
   int wal_opens_failed() const { return wal_opens_failed_.load(); }
   void SetFreeSpace(uint64_t bytes) { free_space_ = bytes; }
+  void FillInfoLog() { info_log_full_ = true; }
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
@@ -54,7 +78,18 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
       return rocksdb::IOStatus::IOError("While open a file for appending: " + f,
                                         std::strerror(EMFILE));
     }
-    return target()->NewWritableFile(f, o, r, d);
+    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, d);
+    if (s.ok() && f.size() >= 4 && f.compare(f.size() - 4, 4, "/LOG") == 0) {
+      *r = std::make_unique<FillingFile>(std::move(*r), &info_log_full_);
+    }
+    return s;
+  }
+
+  // RocksDB's info log, opened through NewWritableFile() above.
+  rocksdb::IOStatus NewLogger(const std::string& f, const rocksdb::IOOptions& o,
+                              std::shared_ptr<rocksdb::Logger>* r,
+                              rocksdb::IODebugContext* d) override {
+    return rocksdb::FileSystem::NewLogger(f, o, r, d);
   }
 
   rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& o,
@@ -70,6 +105,7 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int> wal_open_failures_{0};
   std::atomic<int> wal_opens_failed_{0};
   std::atomic<uint64_t> free_space_{0};  // 0: the real one
+  std::atomic<bool> info_log_full_{false};
 };
 
 class StorageFaultsTest : public ::testing::Test {
@@ -195,6 +231,26 @@ TEST_F(StorageFaultsTest, BytesWrittenSinceTheLastSampleCountAgainstTheReserve) 
   // Each write puts over 200 KiB into RocksDB (the item and its change record).
   EXPECT_GE(written, 1);
   EXPECT_LE(written, 4);
+}
+
+// RocksDB's info log on a full disk: Debian's RocksDB 7.8 aborted on the
+// line after the first that failed (an assertion in WritableFileWriter).
+TEST_F(StorageFaultsTest, AnInfoLogThatCannotBeWrittenDoesNotStopTheStore) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  ASSERT_TRUE(IsOk(Upsert("u1").status));
+  fs_->FillInfoLog();
+  // RocksDB writes its buffered LOG lines to the file every 5 s; memtable
+  // switches and flushes log lines, so writing for 7 s makes it write LOG,
+  // fail, and log again.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(7);
+  int n = 2;
+  for (; std::chrono::steady_clock::now() < until; ++n) {
+    ASSERT_TRUE(IsOk(Upsert("u" + std::to_string(n), 4096).status));
+  }
+  store_->Close();
+  store_.reset();
+  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  EXPECT_TRUE(IsOk(Read("u" + std::to_string(n - 1))));
 }
 
 TEST_F(StorageFaultsTest, AWalRollFailingWithEmfileIsRecoveredFromWithoutRestart) {
