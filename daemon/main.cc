@@ -110,7 +110,10 @@ int Run(const DaemonConfig& config) {
   // systemd (Type=notify, WatchdogSec): no-op without NOTIFY_SOCKET. Declared
   // after `store` so its watchdog thread is joined before the store goes.
   SystemdNotifier notifier;
-  notifier.StartWatchdog([&store] { return store && store->Health().ok(); });
+  // Pings go on while the store is below its disk reserve or recovers from
+  // a failed write; they stop when only a restart can help.
+  notifier.StartWatchdog(
+      [&store] { return store && store->Health().code() != ErrorCode::kStorageError; });
 
   // Kafka: the embedded broker (in-memory, development and tests) or a real
   // cluster. The publisher never blocks start-up on the broker.

@@ -146,6 +146,15 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.store.query_cache_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
+    {"storage.min_free_mb", "256",
+     "free space kept on the data directory's file system, in MiB; below it writes answer 507 "
+     "(0 = no reserve, ..1048576)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 0, 1024 * 1024, &mb);
+       if (s.ok()) c.store.min_free_bytes = mb * kMiB;
+       return s;
+     }},
     {"feed.retention_hours", "168", "drop changes older than this many hours (0 = no age limit)",
      [](std::string_view v, DaemonConfig& c) {
        uint64_t hours = 0;

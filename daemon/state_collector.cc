@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -128,8 +129,21 @@ std::vector<MetricFamily> StateCollector::Collect() const {
   f.Gauge("feedd_rocksdb_delayed_write_rate_bytes",
           "Write rate RocksDB throttles to while delaying writes, bytes/s",
           static_cast<double>(h.delayed_write_rate));
-  f.Gauge("feedd_storage_healthy", "1 while storage is open and writable",
-          store_->Health().ok() ? 1 : 0);
+  const Status health = store_->Health();
+  f.Gauge("feedd_storage_healthy", "1 while storage is open and writable", health.ok() ? 1 : 0);
+  const char* state = health.ok()                                        ? "writable"
+                      : health.code() == ErrorCode::kInsufficientStorage ? "no_space"
+                      : health.code() == ErrorCode::kStorageError        ? "failed"
+                                                                         : "recovering";
+  for (const char* s : {"writable", "no_space", "recovering", "failed"}) {
+    f.Gauge("feedd_storage_state", "1 for the state storage is in", std::strcmp(s, state) == 0,
+            {{"state", s}});
+  }
+  f.Counter("feedd_storage_writes_refused_total", "Write requests refused before RocksDB",
+            static_cast<double>(stats.requests_refused_no_space), {{"reason", "no_space"}});
+  f.Gauge("feedd_storage_min_free_bytes",
+          "Free-space reserve of the data directory's file system (storage.min_free_mb), bytes",
+          static_cast<double>(store_->options().min_free_bytes));
   struct statvfs fs {};
   if (statvfs(data_dir_.c_str(), &fs) == 0) {
     f.Gauge("feedd_disk_free_bytes", "Free bytes on the data directory's file system",

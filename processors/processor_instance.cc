@@ -45,11 +45,12 @@ class ProcessorInstance::Impl {
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
         KeyedApplier::Options{
-            config_.name,
-            config_.parallelism,
-            config_.max_attempts,
-            config_.retry_backoff,
-            {},
+            config_.name, config_.parallelism, config_.max_attempts, config_.retry_backoff,
+            // The store below its disk reserve or recovering: wait for it.
+            [](const Status& s) {
+              return s.code() == ErrorCode::kInsufficientStorage ||
+                     s.code() == ErrorCode::kUnavailable;
+            },
             &IsCollision,
             [this](const Change& change, const std::string& error) { OnParked(change, error); }},
         [this](const Change& change) { return Apply(std::span<const Change>(&change, 1)); },

@@ -1,5 +1,6 @@
 // StatusCell: the state ("starting", "running", ...) and last error of a
-// processor, as its status reports them. SetError() also logs the error.
+// processor, as its status reports them. SetError() also logs the error
+// (at most one line a second per processor).
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -23,7 +24,10 @@ class StatusCell {
     state_ = state;
   }
   void SetError(const std::string& error) {
-    FEEDD_LOG(kWarning, component_) << name_ << ": " << error;
+    if (uint64_t suppressed = 0;
+        LogEnabled(LogLevel::kWarning) && log_limiter_.Allow(&suppressed)) {
+      LogLine(LogLevel::kWarning, component_, suppressed) << name_ << ": " << error;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     last_error_ = error;
   }
@@ -35,6 +39,7 @@ class StatusCell {
 
  private:
   const std::string component_, name_;
+  LogRateLimiter log_limiter_{std::chrono::seconds(1)};  // a failing store fails every attempt
   mutable std::mutex mutex_;
   std::string state_ = "starting";
   std::string last_error_;

@@ -375,10 +375,11 @@ class CommitPipeline::GroupBuilder {
 };
 
 CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
-                               QueryCache* cache)
+                               QueryCache* cache, SpaceReserve* space)
     : db_(db),
       options_(options),
       cache_(cache),
+      space_(space),
       churn_(db),
       head_(head_lsn),
       changes_by_container_(
@@ -423,15 +424,29 @@ void CommitPipeline::SubmitView(ViewWrite view, WriteCallback done) {
   Enqueue(std::move(pending));
 }
 
+bool CommitPipeline::Writes(const Pending& pending) {
+  if (pending.is_view) return true;  // the watermark at least
+  for (const WriteRequest& request : pending.parts.requests) {
+    for (const WriteOp& op : request.ops) {
+      if (op.kind != WriteOpKind::kRead) return true;
+    }
+  }
+  return false;
+}
+
 void CommitPipeline::Enqueue(Pending pending) {
   Status refused;
-  {
+  if (space_ != nullptr && Writes(pending)) refused = space_->Admit();
+  if (refused.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
       refused = Status(ErrorCode::kUnavailable, "the store is shutting down");
-    } else if (!failure_.ok()) {
+    } else if (permanent_) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store refuses writes after a storage failure: " + failure_.message());
+    } else if (!failure_.ok()) {
+      refused = Status(ErrorCode::kUnavailable,
+                       "the store is recovering from a storage failure: " + failure_.message());
     } else {
       queue_.push_back(std::move(pending));
     }
@@ -447,7 +462,14 @@ void CommitPipeline::Enqueue(Pending pending) {
 
 Status CommitPipeline::health() const {
   std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
-  return failure_;
+  if (failure_.ok()) return failure_;
+  if (permanent_) {
+    return Status(
+        ErrorCode::kStorageError,
+        "a RocksDB write failed and RocksDB cannot resume; restart feedd: " + failure_.message());
+  }
+  return Status(ErrorCode::kUnavailable,
+                "recovering from a failed RocksDB write: " + failure_.message());
 }
 
 uint64_t CommitPipeline::OnHeadReached(Lsn lsn, std::function<void()> fn) {
@@ -461,8 +483,17 @@ void CommitPipeline::Run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything is committed
+      while (queue_.empty()) {
+        if (stopping_) return;  // everything is committed
+        if (failure_.ok() || permanent_) {
+          wake_.wait(lock);
+        } else if (wake_.wait_for(lock, std::chrono::milliseconds(kResumeIntervalMs)) ==
+                   std::cv_status::timeout) {
+          lock.unlock();
+          TryRecover();
+          lock.lock();
+        }
+      }
       size_t bytes = 0;
       while (!queue_.empty() && group.size() < options_.max_group_requests &&
              (group.empty() || bytes < options_.max_group_bytes)) {
@@ -476,6 +507,51 @@ void CommitPipeline::Run() {
     CommitGroup(group);
     group.clear();
   }
+}
+
+void CommitPipeline::TryRecover() {
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_.ok() || permanent_) return;
+    failure = failure_;
+  }
+  rocksdb::Status s = db_->db()->Resume();
+  if (s.IsBusy()) return;  // RocksDB is recovering by itself
+  if (!s.ok()) {
+    if (s.severity() >= rocksdb::Status::Severity::kFatalError) {
+      FEEDD_LOG(kError, "storage") << "RocksDB cannot resume after '" << failure.message()
+                                   << "': " << s.ToString() << "; writes are refused until restart";
+      std::lock_guard<std::mutex> lock(mutex_);
+      permanent_ = true;
+    } else {
+      FEEDD_LOG_EVERY_N_SEC(kWarning, "storage", 60)
+          << "RocksDB has not resumed yet: " << s.ToString();
+    }
+    return;
+  }
+  // Nothing of the failed group is visible, so the stored head is ours.
+  Result<Lsn> stored = db_->ReadHeadLsn();
+  if (!stored.ok()) {
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "storage", 60)
+        << "after RocksDB resumed: " << stored.status().ToString();
+    return;
+  }
+  if (*stored != head()) {
+    // Part of the failed group is visible after all (never seen): its LSNs
+    // must not be handed out again, and caches and counters missed it.
+    FEEDD_LOG(kError, "storage") << "after RocksDB resumed, the stored head LSN is " << *stored
+                                 << ", not " << head() << "; writes are refused until restart";
+    std::lock_guard<std::mutex> lock(mutex_);
+    permanent_ = true;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = Status::Ok();
+  }
+  FEEDD_LOG(kInfo, "storage") << "RocksDB resumed after '" << failure.message()
+                              << "': accepting writes again at LSN " << head() + 1;
 }
 
 void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
@@ -519,7 +595,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       requests_failed_ += group.size();
       Status failure = FromRocks(s, ErrorCode::kUnavailable, "write to RocksDB failed");
       FEEDD_LOG(kError, "storage")
-          << failure.message() << "; refusing further writes until restart";
+          << failure.message() << "; refusing writes until RocksDB resumes";
       {
         std::lock_guard<std::mutex> lock(mutex_);
         failure_ = failure;
@@ -531,6 +607,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       }
       return;
     }
+    if (space_ != nullptr) space_->NoteWritten(builder.batch()->GetDataSize());
     for (const auto& [index, counts] : builder.changes()) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);

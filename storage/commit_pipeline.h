@@ -12,16 +12,27 @@
 //   fire and callbacks run: acknowledged means durable, and readers of the
 //   feed up to the head never see a gap.
 //
-//   If RocksDB refuses a write, every request of that group fails and the
-//   pipeline stays failed (later writes: `unavailable`) until restart, so an
-//   LSN is never handed out twice.
+//   Writes are refused with `insufficient_storage` before they reach RocksDB
+//   while the SpaceReserve says the disk is below its reserve.
+//
+//   If RocksDB refuses a write, every request of that group fails (nothing
+//   of it is visible: RocksDB applies a batch only after its WAL write) and
+//   later writes answer `unavailable` while the store recovers: every
+//   kResumeIntervalMs the commit thread asks RocksDB to resume
+//   (DB::Resume(): it flushes the memtables and starts a new WAL; `Busy`
+//   while RocksDB recovers by itself). Once it has, and the head LSN read
+//   back from the database is still the pipeline's (so no LSN is handed out
+//   twice), writes are accepted again. An error RocksDB cannot resume from
+//   (severity fatal or worse) keeps the pipeline failed until restart. Each
+//   change of state is logged once.
 //
 // Concurrency
 //   Submit(), head(), OnHeadReached(), CancelHeadWatch() and Stats() are
 //   thread-safe. Callbacks run on the commit thread.
 //
 // Ownership
-//   Borrows the RocksDatabase, which must outlive it. Internal to storage/.
+//   Borrows the RocksDatabase and the SpaceReserve, which must outlive it.
+//   Internal to storage/.
 #pragma once
 
 #include <rocksdb/write_batch.h>
@@ -39,6 +50,7 @@
 #include "storage/churn_flush.h"
 #include "storage/query_cache.h"
 #include "storage/rocks_database.h"
+#include "storage/space_reserve.h"
 #include "storage/store_options.h"
 #include "storage/write_request.h"
 #include "util/lsn_watchers.h"
@@ -47,10 +59,13 @@ namespace feedd {
 
 class CommitPipeline {
  public:
+  static constexpr uint64_t kResumeIntervalMs = 1000;
+
   // `cache` (may be null, not owned) is told of every partition a group
   // wrote, after the write is visible and before it is acknowledged.
+  // `space` (may be null: no reserve) admits writes.
   CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
-                 QueryCache* cache = nullptr);
+                 QueryCache* cache = nullptr, SpaceReserve* space = nullptr);
   ~CommitPipeline();
 
   void Start();
@@ -66,7 +81,9 @@ class CommitPipeline {
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
   void CancelHeadWatch(uint64_t token);
 
-  // OK unless a RocksDB write failed.
+  // OK; `unavailable` while recovering from a failed RocksDB write;
+  // `storage_error` once the failure cannot be recovered from without a
+  // restart.
   Status health() const;
   uint64_t groups_committed() const { return groups_committed_.load(); }
   uint64_t requests_committed() const { return requests_committed_.load(); }
@@ -90,14 +107,20 @@ class CommitPipeline {
     WriteCallback done;
   };
   void Enqueue(Pending pending);
+  // True unless every operation of `pending` only reads.
+  static bool Writes(const Pending& pending);
   class GroupBuilder;
 
   void Run();
   void CommitGroup(std::vector<Pending>& group);
+  // Commit thread, while failed: asks RocksDB to resume; on success
+  // re-reads the head LSN and accepts writes again.
+  void TryRecover();
 
   RocksDatabase* const db_;
   const StoreOptions options_;
   QueryCache* const cache_;
+  SpaceReserve* const space_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -108,7 +131,8 @@ class CommitPipeline {
   ChurnFlush churn_;         // commit thread only, but for flushes()
   LsnWatchers head_;         // the committed head LSN and its watches
   uint64_t last_ts_ms_ = 0;  // commit thread only
-  Status failure_;           // guarded by mutex_
+  Status failure_;           // guarded by mutex_: the failed write's error
+  bool permanent_ = false;   // guarded by mutex_: RocksDB cannot resume
 
   std::atomic<uint64_t> groups_committed_{0};
   std::atomic<uint64_t> requests_committed_{0};

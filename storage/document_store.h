@@ -60,6 +60,8 @@ struct StoreStats {
   uint64_t requests_committed = 0;  // applied
   uint64_t requests_rejected = 0;   // refused by validation or a precondition
   uint64_t requests_failed = 0;     // RocksDB refused the write, or the store was down
+  // Refused before RocksDB: the disk was below storage.min_free_mb.
+  uint64_t requests_refused_no_space = 0;
   uint64_t changes_committed = 0;
   uint64_t churn_flushes = 0;  // memtable flushes of containers full of dead entries
   uint64_t query_cache_hits = 0;
@@ -156,7 +158,10 @@ class DocumentStore {
   virtual Status EnforceRetention() = 0;
 
   // ---- Health ----
-  // OK while the database is open and writable.
+  // OK while the database is open and writable. Otherwise (reads go on):
+  // insufficient_storage while the disk is below its free-space reserve;
+  // unavailable while recovering from a failed write, or once closed;
+  // storage_error when only a restart can make it writable again.
   virtual Status Health() const = 0;
   virtual StoreStats Stats() const = 0;
   virtual std::vector<ContainerUsage> Usage() const = 0;

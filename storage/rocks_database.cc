@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "storage/info_log_file_system.h"
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
+#include "storage/retryable_file_system.h"
 #include "util/json_parse.h"
 #include "util/logging.h"
 
@@ -33,6 +35,7 @@ RocksDatabase::~RocksDatabase() {
   if (db_) {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
     db_->Close();
+    db_.reset();  // before env_
   }
 }
 
@@ -48,7 +51,14 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     if (Status s = ValidateContainerSpec(spec); !s.ok()) return s;
   }
 
+  std::unique_ptr<RocksDatabase> database(new RocksDatabase());
+  database->file_system_ =
+      std::make_shared<RetryableFileSystem>(std::make_shared<InfoLogFileSystem>(
+          options.file_system ? options.file_system : rocksdb::FileSystem::Default()));
+  database->env_ = rocksdb::NewCompositeEnv(database->file_system_);
+
   rocksdb::DBOptions db_options;
+  db_options.env = database->env_.get();
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.IncreaseParallelism(2);
@@ -95,7 +105,6 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     descriptors.emplace_back(name, make_cf_options(items));
   }
 
-  std::unique_ptr<RocksDatabase> database(new RocksDatabase());
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(rocksdb::Options(db_options, make_cf_options(false)),
                                         options.data_dir, descriptors, &database->handles_, &raw);
@@ -234,24 +243,34 @@ Status RocksDatabase::BuildMissingIndexes() {
   return Status::Ok();
 }
 
-Status RocksDatabase::LoadFeedMetadata() {
+Result<uint64_t> RocksDatabase::ReadHeadLsn() const {
   std::string value;
+  uint64_t head = 0;
   auto s = db_->Get(rocksdb::ReadOptions(), kf::kMetaHeadLsn, &value);
   std::string_view view = value;
-  if (s.ok() && !kf::GetU64(&view, &stored_head_lsn_)) {
+  if (!s.ok() && !s.IsNotFound()) return FromRocks(s, ErrorCode::kStorageError, "read head_lsn");
+  if (s.ok() && !kf::GetU64(&view, &head)) {
     return Status(ErrorCode::kStorageError, "corrupt head_lsn metadata");
-  }
-  s = db_->Get(rocksdb::ReadOptions(), kf::kMetaFeedTruncatedBefore, &value);
-  view = value;
-  if (s.ok() && !kf::GetU64(&view, &stored_truncated_before_)) {
-    return Status(ErrorCode::kStorageError, "corrupt feed_truncated_before metadata");
   }
   // The feed's last record is authoritative if it is ahead of the metadata.
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), feed_));
   it->SeekToLast();
   uint64_t last = 0;
-  if (it->Valid() && kf::DecodeFeedKey(it->key().ToStringView(), &last)) {
-    stored_head_lsn_ = std::max(stored_head_lsn_, last);
+  if (it->Valid() && kf::DecodeFeedKey(it->key().ToStringView(), &last))
+    head = std::max(head, last);
+  if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "read feed");
+  return head;
+}
+
+Status RocksDatabase::LoadFeedMetadata() {
+  Result<uint64_t> head = ReadHeadLsn();
+  if (!head.ok()) return head.status();
+  stored_head_lsn_ = *head;
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), kf::kMetaFeedTruncatedBefore, &value);
+  std::string_view view = value;
+  if (s.ok() && !kf::GetU64(&view, &stored_truncated_before_)) {
+    return Status(ErrorCode::kStorageError, "corrupt feed_truncated_before metadata");
   }
   return Status::Ok();
 }

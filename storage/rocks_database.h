@@ -46,8 +46,14 @@ class RocksDatabase {
   const std::vector<ContainerHandle>& containers() const { return containers_; }
   const ContainerHandle* Find(std::string_view name) const;
 
+  // The file system RocksDB works on.
+  rocksdb::FileSystem* file_system() const { return file_system_.get(); }
+
   // The head LSN and feed truncation point recorded in the metadata.
   uint64_t stored_head_lsn() const { return stored_head_lsn_; }
+  // The head LSN as stored now: the head_lsn metadata, or the feed's last
+  // record when that is ahead.
+  Result<uint64_t> ReadHeadLsn() const;
   uint64_t stored_truncated_before() const { return stored_truncated_before_; }
 
  private:
@@ -57,6 +63,8 @@ class RocksDatabase {
   Status BuildMissingIndexes();
   Status LoadFeedMetadata();
 
+  std::shared_ptr<rocksdb::FileSystem> file_system_;
+  std::unique_ptr<rocksdb::Env> env_;  // over file_system_; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* feed_ = nullptr;

@@ -6,11 +6,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "storage/container_spec.h"
 #include "util/clock.h"
+
+namespace rocksdb {
+class FileSystem;
+}
 
 namespace feedd {
 
@@ -43,7 +48,20 @@ struct StoreOptions {
   // 0 disables the cache.
   size_t query_cache_bytes = 64u * 1024 * 1024;
 
+  // Free space kept on the data directory's file system: below it, writes
+  // answer insufficient_storage before they reach RocksDB, and they resume
+  // by themselves once space is back (storage/space_reserve.h). It has to
+  // hold what RocksDB still writes after writes stop - memtable flushes (up
+  // to write_buffer_bytes per column family), compaction output - and the
+  // write_buffer_bytes RocksDB wants free before it clears an out-of-space
+  // error. 0 disables the reserve.
+  uint64_t min_free_bytes = 256ull * 1024 * 1024;
+
   Clock* clock = Clock::System();  // not owned
+
+  // The file system RocksDB works on; null: the default (POSIX). A seam for
+  // tests that inject faults.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 
   // Called on the commit thread after each group commit with the number of
   // requests in the group and the seconds RocksDB's write (and fsync) took.
