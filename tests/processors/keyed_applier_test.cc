@@ -107,8 +107,9 @@ struct Recorder {
 std::unique_ptr<KeyedApplier> MakeApplier(const ProcessorKind* kind, Recorder* r, bool batches,
                                           int max_attempts = 2) {
   KeyedApplier::Options options{
-      "test", 1,  max_attempts,
-      1ms,    {}, [r](const Change& c, const std::string& error) { r->Parked(c, error); }};
+      "test", 1, max_attempts, 1ms, {}, {}, [r](const Change& c, const std::string& error) {
+        r->Parked(c, error);
+      }};
   KeyedApplier::ApplyBatchFn batch;
   if (batches) batch = [r](const std::vector<Change>& c) { return r->Batch(c); };
   return std::make_unique<KeyedApplier>(
