@@ -1,5 +1,6 @@
 #include "daemon/http_request_head.h"
 
+#include <boost/beast/core/string.hpp>
 #include <string>
 #include <utility>
 
@@ -7,6 +8,12 @@ namespace feedd {
 namespace {
 
 namespace http = boost::beast::http;
+
+std::string_view TrimOws(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
 
 HttpMethod ToMethod(http::verb verb) {
   switch (verb) {
@@ -30,6 +37,41 @@ HttpMethod ToMethod(http::verb verb) {
 }
 
 }  // namespace
+
+Status CheckFraming(const RequestMessage& request) {
+  size_t codings = 0;
+  bool only_chunked = true;
+  bool present = false;
+  auto [first, last] = request.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field) {
+    present = true;
+    std::string_view list = field->value();
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view coding = TrimOws(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      if (coding.empty()) continue;
+      ++codings;
+      if (!boost::beast::iequals(coding, "chunked")) only_chunked = false;
+    }
+  }
+  if (!present) return Status::Ok();
+  if (!only_chunked) {
+    return Status(ErrorCode::kNotImplemented,
+                  "only the chunked transfer coding is implemented (RFC 9112 6.1)");
+  }
+  if (codings != 1) {
+    return Status(ErrorCode::kInvalidRequest, "chunked must be the only transfer coding, once");
+  }
+  if (request.version() < 11) {
+    return Status(ErrorCode::kInvalidRequest, "Transfer-Encoding in an HTTP/1.0 request");
+  }
+  if (request.count(http::field::content_length) > 0) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "a request must not have both Transfer-Encoding and Content-Length");
+  }
+  return Status::Ok();
+}
 
 void ConfigureRequestParser(RequestParser& parser, size_t max_request_bytes) {
   parser.header_limit(kMaxRequestHeadBytes);

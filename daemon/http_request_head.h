@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "daemon/http_handler.h"
+#include "util/status.h"
 
 namespace feedd {
 
@@ -23,6 +24,14 @@ using RequestParser = boost::beast::http::request_parser<boost::beast::http::str
 // kMaxRequestHeadBytes with http::error::header_limit (400 invalid_request).
 inline constexpr size_t kMaxRequestHeadBytes = 8 * 1024;
 void ConfigureRequestParser(RequestParser& parser, size_t max_request_bytes);
+
+// The message framing of a request head (RFC 9112 6.1 and 6.3): OK when the
+// server can read the body; otherwise the error to answer before closing the
+// connection, so that what follows the head is never read as a request:
+// kNotImplemented (501) for a transfer coding other than chunked,
+// kInvalidRequest (400) for chunked twice, Transfer-Encoding in HTTP/1.0, or
+// Transfer-Encoding with Content-Length.
+Status CheckFraming(const RequestMessage& request);
 
 // The request the handler gets: method, target, every header in order, and
 // the body, which is moved out of `message`.

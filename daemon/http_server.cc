@@ -98,49 +98,6 @@ HttpResponse ServerError(int status, std::string_view code, std::string_view mes
   return response;
 }
 
-std::string_view TrimOws(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
-
-// The message framing of a request header, RFC 9112 6.1 and 6.3: nullopt
-// when the server can read its body, else the error to answer (and close).
-std::optional<HttpResponse> FramingError(const http::request<http::string_body>& request) {
-  size_t codings = 0;
-  bool only_chunked = true;
-  bool present = false;
-  auto [first, last] = request.equal_range(http::field::transfer_encoding);
-  for (auto field = first; field != last; ++field) {
-    present = true;
-    std::string_view list = field->value();
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view coding = TrimOws(list.substr(0, comma));
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      if (coding.empty()) continue;
-      ++codings;
-      if (!beast::iequals(coding, "chunked")) only_chunked = false;
-    }
-  }
-  if (!present) return std::nullopt;
-  if (!only_chunked) {
-    return ServerError(501, "not_implemented",
-                       "only the chunked transfer coding is implemented (RFC 9112 6.1)");
-  }
-  if (codings != 1) {
-    return ServerError(400, "invalid_request", "chunked must be the only transfer coding, once");
-  }
-  if (request.version() < 11) {
-    return ServerError(400, "invalid_request", "Transfer-Encoding in an HTTP/1.0 request");
-  }
-  if (request.count(http::field::content_length) > 0) {
-    return ServerError(400, "invalid_request",
-                       "a request must not have both Transfer-Encoding and Content-Length");
-  }
-  return std::nullopt;
-}
-
 // Answers a connection over http.max_connections and closes it, without a
 // session: the socket is new, so the short answer fits its send buffer.
 void RefuseConnection(tcp::socket socket, size_t max_connections) {
@@ -231,9 +188,11 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     const auto& request = parser_->get();
-    if (std::optional<HttpResponse> error = FramingError(request)) {
+    if (Status framing = CheckFraming(request); !framing.ok()) {
       state_->observer->RequestRefused("transfer_coding");
-      return Write(std::move(*error), /*linger=*/true);
+      return Write(ServerError(ErrorCodeHttpStatus(framing.code()), ErrorCodeName(framing.code()),
+                               framing.message()),
+                   /*linger=*/true);
     }
     // A string body reserves its Content-Length at once.
     if (auto length = parser_->content_length(); length && *length > 0) {

@@ -1,6 +1,6 @@
 // Fuzzes the reading of one HTTP request as HttpServer does it
 // (daemon/http_request_head.h): raw bytes into a Boost.Beast parser set up
-// by ConfigureRequestParser, then ToHttpRequest, then the checks every
+// by ConfigureRequestParser, then CheckFraming and ToHttpRequest, then the checks every
 // handler makes of a request: the target split into path segments and
 // query parameters, If-Match, X-Feedd-Min-Lsn, X-Feedd-Wait-Ms and the JSON
 // body (daemon/http_util.h). The first input byte splits the rest into
@@ -11,9 +11,11 @@
 // values free of CR, LF and NUL, and a body within the limit; Header()
 // finds the first header of a name in any case; a normalized If-Match is
 // "*" or one quoted ETag; a decimal header value reads back as its digits;
-// every refusal is a client error with a JSON error body.
+// every refusal is a client error with a JSON error body; an accepted
+// Transfer-Encoding is chunked alone.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cctype>
 #include <cstddef>
@@ -31,6 +33,12 @@ namespace {
 namespace http = boost::beast::http;
 
 constexpr size_t kMaxRequestBytes = 64 * 1024;
+
+std::string_view TrimForCheck(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
 
 bool SameName(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -139,6 +147,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ec || !parser.is_done()) return 0;  // answered 400/413 or closed: nothing reaches a handler
 
   RequestMessage& message = parser.get();
+  // The server answers a framing error from the head and closes: nothing of
+  // such a request reaches a handler, and what follows is never parsed.
+  if (Status framing = CheckFraming(message); !framing.ok()) {
+    int status = ErrorCodeHttpStatus(framing.code());
+    FUZZ_CHECK(status == 400 || status == 501, "a framing error that is not 400 or 501");
+    return 0;
+  }
+  for (const auto& field : message) {
+    if (field.name() == boost::beast::http::field::transfer_encoding) {
+      FUZZ_CHECK(boost::beast::iequals(TrimForCheck(field.value()), "chunked"),
+                 "a transfer coding other than chunked was accepted");
+    }
+  }
   size_t fields = static_cast<size_t>(std::distance(message.begin(), message.end()));
   HttpRequest request = ToHttpRequest(message);
   FUZZ_CHECK(request.body.size() <= kMaxRequestBytes, "a body above the limit");
