@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "storage/json_scan.h"
+#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -19,10 +20,9 @@ std::optional<std::string_view> Property(std::string_view item_json, const char*
 
 bool SameJson(std::string_view a, std::string_view b) {
   if (a == b) return true;
-  boost::system::error_code ec_a, ec_b;
-  boost::json::value va = boost::json::parse(a, ec_a);
-  boost::json::value vb = boost::json::parse(b, ec_b);
-  return !ec_a && !ec_b && va == vb;
+  Result<boost::json::value> va = ParseJson(a);
+  Result<boost::json::value> vb = ParseJson(b);
+  return va.ok() && vb.ok() && *va == *vb;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value_stack.hpp>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <string>
@@ -76,8 +77,8 @@ class CheckingHandler {
       ec = json::error::not_exact;
       return false;
     }
+    st.push_double(ExactDouble(d));
     number_text_.clear();
-    st.push_double(d);
     return true;
   }
   bool on_bool(bool b, json::error_code&) {
@@ -92,7 +93,23 @@ class CheckingHandler {
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
  private:
-  std::string number_text_;  // a number split over on_number_part() calls
+  // Boost.JSON 1.81 reads some literals 1-2 ULPs off the nearest double,
+  // while its serializer writes the shortest text that reads back exactly:
+  // with its reading, a stored double could come back as another one (a
+  // query for the written literal, or the index entry a delete looks for,
+  // would then miss it). The C++ library's conversion is correctly rounded.
+  // `boost_value` stays where the library refuses the literal (an underflow
+  // such as 1e-400, which Boost reads as 0).
+  double ExactDouble(double boost_value) const {
+    double exact = 0;
+    const char* first = number_text_.data();
+    const char* last = first + number_text_.size();
+    auto [end, error] = std::from_chars(first, last, exact);
+    if (error != std::errc() || end != last || !std::isfinite(exact)) return boost_value;
+    return exact;
+  }
+
+  std::string number_text_;  // the number's text: parts from on_number_part(), then the last
 };
 
 Status BadNumber(std::string literal) {

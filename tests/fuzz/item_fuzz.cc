@@ -4,7 +4,7 @@
 //
 // Invariants: what PrepareItem accepts serializes to JSON that the API reads
 // back unchanged (the body minus its '_' properties, plus _sourceLsn for a
-// processor's write; doubles as fuzz::SameJson allows), with the id,
+// processor's write), with the id,
 // partition key and index values it reported; naming the same id and partition key in the path
 // changes nothing; every refusal is a client error with a JSON error body.
 #include <boost/json/object.hpp>
@@ -32,8 +32,7 @@ void CheckPrepared(const ContainerSpec& spec, const PreparedItem& item,
                    const boost::json::value& expected) {
   FUZZ_CHECK(item.body_json.size() <= kMaxItemBytes, "the item is larger than the limit");
   boost::json::value stored = fuzz::CheckReadsBack(item.body_json, "a prepared item");
-  FUZZ_CHECK(fuzz::SameJson(stored, expected),
-             "the prepared item differs from its body: " + item.body_json);
+  FUZZ_CHECK(stored == expected, "the prepared item differs from its body: " + item.body_json);
   FUZZ_CHECK(ValidateId(item.id).ok(), "an invalid id was accepted");
   const boost::json::value* id = stored.as_object().if_contains("id");
   FUZZ_CHECK(id != nullptr && id->is_string() && id->get_string() == item.id, "the id changed");
