@@ -281,10 +281,10 @@ class CommitPipeline::GroupBuilder {
         StripStoreProperties(item.as_object());  // derived '_' fields stay
         if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
         body_json = boost::json::serialize(item);
-        if (body_json.size() > options_.max_item_bytes) {
-          return Status(ErrorCode::kPayloadTooLarge,
-                        "the patched item would be " + std::to_string(body_json.size()) +
-                            " bytes; the limit is " + std::to_string(options_.max_item_bytes));
+        if (Status s = CheckItemSize(item.as_object(), body_json.size(), options_.max_item_bytes,
+                                     "the patched item");
+            !s.ok()) {
+          return s;
         }
         new_index_values = ExtractIndexValues(c.spec, item);
         out->http_status = 200;

@@ -61,6 +61,34 @@ std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& 
   return values;
 }
 
+namespace {
+
+// The serialized bytes of `item`'s '_' properties (a derived item's _source
+// and _sourceLsn), which max_item_bytes does not count: a copy of an item
+// that fits must fit too, or one large post would park a whole view.
+size_t SystemPropertyBytes(const boost::json::object& item) {
+  size_t bytes = 0;
+  for (const auto& member : item) {
+    if (member.key().empty() || member.key()[0] != '_') continue;
+    // "key":value plus its comma
+    bytes += boost::json::serialize(member.key()).size() + 2 +
+             boost::json::serialize(member.value()).size();
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Status CheckItemSize(const boost::json::object& item, size_t serialized_bytes,
+                     size_t max_item_bytes, std::string_view what) {
+  const size_t counted = serialized_bytes - SystemPropertyBytes(item);
+  if (counted <= max_item_bytes) return Status::Ok();
+  return Status(ErrorCode::kPayloadTooLarge,
+                std::string(what) + " is " + std::to_string(counted) +
+                    " bytes without its system properties; the limit is " +
+                    std::to_string(max_item_bytes));
+}
+
 void StripStoreProperties(boost::json::object& body) {
   body.erase("_etag");
   body.erase("_lsn");
@@ -134,10 +162,10 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
 
   item.index_values = ExtractIndexValues(spec, root);
   item.body_json = boost::json::serialize(root);
-  if (item.body_json.size() > max_item_bytes) {
-    return Status(ErrorCode::kPayloadTooLarge,
-                  "the item is " + std::to_string(item.body_json.size()) + " bytes; the limit is " +
-                      std::to_string(max_item_bytes));
+  if (Status s =
+          CheckItemSize(root.get_object(), item.body_json.size(), max_item_bytes, "the item");
+      !s.ok()) {
+    return s;
   }
   return item;
 }

@@ -52,6 +52,13 @@ Status ValidateId(std::string_view id);
 // valid as a path segment).
 Status ValidatePartitionKeyValue(std::string_view pk);
 
+// OK when `item`, `serialized_bytes` long, is at most `max_item_bytes` without
+// its '_' properties (a derived item's _source and _sourceLsn are system
+// properties, so the copy of an item that fits fits too); else
+// payload_too_large naming `what` ("the item", "the patched item").
+Status CheckItemSize(const boost::json::object& item, size_t serialized_bytes,
+                     size_t max_item_bytes, std::string_view what);
+
 // Removes every top-level property whose name starts with '_'.
 void StripSystemProperties(boost::json::object& body);
 // Removes the properties the store maintains: _etag, _lsn and _ts.

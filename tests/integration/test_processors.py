@@ -1178,9 +1178,10 @@ class ProcessorsTest(FeeddTestCase):
         for uid, name in (("u1", "ana"), ("u2", "bob")):
             self.assertStatus(client.create("users", {"id": uid, "userId": uid, "type": "user",
                                                       "username": name}), 201)
-        # p1 and its copies (with _source) fit 1024 bytes; p1 with a
+        # p1 and its copies fit 1024 bytes (their _source and _sourceLsn
+        # are system properties, which the limit does not count); p1 with a
         # 200-character userUsername does not.
-        post = {"type": "post", "title": "t" * 700, "content": "c", "commentCount": 0,
+        post = {"type": "post", "title": "t" * 800, "content": "c", "commentCount": 0,
                 "likeCount": 0, "creationDate": "2026-11-21T10:00:00Z"}
         self.assertStatus(client.create("posts", dict(post, id="p1", postId="p1", userId="u1")), 201)
         self.assertStatus(client.create("posts", dict(post, id="p2", postId="p2", userId="u2",
