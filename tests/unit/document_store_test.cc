@@ -2403,9 +2403,10 @@ TEST_F(StoreTest, AQueryWithMoreFiltersThanAllowedIsRefusedBeforeReading) {
 TEST_F(StoreTest, AQueryPastItsItemsOrBytesBudgetStopsWithItsCost) {
   for (int i = 0; i < 20; ++i) {
     std::string n = std::to_string(i);
-    ASSERT_TRUE(IsOk(Create("posts", R"({"id":"p)" + n + R"(","postId":"p)" + n +
-                                         R"(","userId":"u1","type":"draft","creationDate":)" + n + "}")
-                         .status));
+    ASSERT_TRUE(
+        IsOk(Create("posts", R"({"id":"p)" + n + R"(","postId":"p)" + n +
+                                 R"(","userId":"u1","type":"draft","creationDate":)" + n + "}")
+                 .status));
   }
   for (bool ordered : {false, true}) {
     SCOPED_TRACE(ordered ? "ordered" : "unordered");
@@ -2452,9 +2453,8 @@ TEST_F(StoreTest, AQueryPageEndsAtMaxPageBytesAndTheContinuationDeliversTheRest)
     char id[8];
     std::snprintf(id, sizeof id, "i%02d", i);
     std::string pad(100 + (i * 397) % 2900, 'x');
-    ASSERT_TRUE(IsOk(Create("feed", std::string(R"({"id":")") + id +
-                                        R"(","type":"post","rank":)" + std::to_string(i % 7) +
-                                        R"(,"pad":")" + pad + R"("})")
+    ASSERT_TRUE(IsOk(Create("feed", std::string(R"({"id":")") + id + R"(","type":"post","rank":)" +
+                                        std::to_string(i % 7) + R"(,"pad":")" + pad + R"("})")
                          .status));
   }
   const uint64_t kCap = 8000;
@@ -2500,9 +2500,9 @@ TEST_F(StoreTest, AFeedPageEndsAtMaxBytesAndNextContinuesAfterIt) {
   for (int i = 0; i < 20; ++i) {
     std::string n = std::to_string(i);
     std::string pad(200 + (i * 331) % 1500, 'y');
-    ASSERT_TRUE(IsOk(Create("users", R"({"id":"u)" + n + R"(","userId":"u)" + n +
-                                         R"(","pad":")" + pad + R"("})")
-                         .status));
+    ASSERT_TRUE(IsOk(
+        Create("users", R"({"id":"u)" + n + R"(","userId":"u)" + n + R"(","pad":")" + pad + R"("})")
+            .status));
   }
   const std::vector<Lsn> want = Lsns(Feed());
   ASSERT_EQ(want.size(), 20u);
