@@ -200,10 +200,11 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 1024 * kMiB, &c.query_limits.max_page_bytes);
      }},
-    {"query.threads", "2", "threads that run queries, apart from the HTTP I/O threads (1..64)",
+    {"query.threads", "2",
+     "threads that run cross-partition queries, apart from the HTTP I/O threads (1..64)",
      [](std::string_view v, DaemonConfig& c) { return ParseUintInto(v, 1, 64, &c.query_threads); }},
     {"query.max_queued", "64",
-     "queries waiting for a query thread, at most; more is 429 too_many_requests (1..100000)",
+     "cross-partition queries waiting for a query thread, at most; more is 429 (1..100000)",
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1, 100000, &c.query_max_queued);
      }},
