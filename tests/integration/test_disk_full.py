@@ -73,6 +73,18 @@ class DiskFullTest(FeeddTestCase):
         for i in acknowledged:
             self.assertStatus(c.read("users", "u%d" % i, "u%d" % i), 200, "read after restart")
 
+    def write_until_refused(self, count):
+        """Writes users u0, u1, ... of 256 KiB until one is refused or `count`
+        are written; returns (the acknowledged indexes, the refusal or None)."""
+        c = self.daemon.client()
+        acknowledged = []
+        for i in range(count):
+            resp = c.upsert("users", "u%d" % i, "u%d" % i, user(i))
+            if resp[0] not in (200, 201):
+                return acknowledged, resp
+            acknowledged.append(i)
+        return acknowledged, None
+
     def metric(self, name):
         host, _, port = self.daemon.ready["metrics"].rpartition(":")
         conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=30)
@@ -89,15 +101,7 @@ class DiskFullTest(FeeddTestCase):
     def test_writes_stop_at_the_reserve_and_resume_once_space_is_freed(self):
         self.start_on_tmpfs(size_mib=64, ballast_mib=32, min_free_mb=8)
         c = self.daemon.client()
-        acknowledged = []
-        refused = None
-        for i in range(400):
-            resp = c.upsert("users", "u%d" % i, "u%d" % i, user(i))
-            if resp[0] in (200, 201):
-                acknowledged.append(i)
-                continue
-            refused = resp
-            break
+        acknowledged, refused = self.write_until_refused(400)
         self.assertIsNotNone(refused, "400 writes of 256 KiB fitted on a 64 MiB tmpfs")
         self.assertError(refused, 507, "insufficient_storage", "write below the reserve")
         self.assertGreater(len(acknowledged), 10)
@@ -142,15 +146,7 @@ class DiskFullTest(FeeddTestCase):
     def test_without_a_reserve_writes_resume_after_enospc_once_space_is_freed(self):
         self.start_on_tmpfs(size_mib=160, ballast_mib=90, min_free_mb=0)
         c = self.daemon.client()
-        acknowledged = []
-        failed = None
-        for i in range(1000):
-            resp = c.upsert("users", "u%d" % i, "u%d" % i, user(i))
-            if resp[0] in (200, 201):
-                acknowledged.append(i)
-                continue
-            failed = resp
-            break
+        acknowledged, failed = self.write_until_refused(1000)
         self.assertIsNotNone(failed, "1000 writes of 256 KiB fitted on a 160 MiB tmpfs")
         self.assertError(failed, 503, "unavailable", "write on a full disk")
         self.assertStatus(c.read("users", "u0", "u0"), 200, "read on a full disk")
