@@ -103,6 +103,9 @@ class ApiRouter : public HttpHandler {
   void GetItem(const ContainerSpec& spec, const std::string& pk, const std::string& id,
                const HttpRequest& request, Responder responder);
   void QueryItems(const ContainerSpec& spec, const HttpRequest& request, Responder responder);
+  // Runs `query` and answers it (on the calling thread).
+  void AnswerQuery(const std::string& container, const QuerySpec& query, std::optional<Lsn> min_lsn,
+                   Responder& responder);
   // Adds X-Feedd-Parked to a read that carried X-Feedd-Min-Lsn, when due.
   void AddParkedHeader(const std::string& container, std::optional<Lsn> min_lsn,
                        HttpResponse* response) const;

@@ -4,16 +4,12 @@
 #include <string>
 #include <utility>
 
+#include "daemon/http_util.h"
+
 namespace feedd {
 namespace {
 
 namespace http = boost::beast::http;
-
-std::string_view TrimOws(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 HttpMethod ToMethod(http::verb verb) {
   switch (verb) {

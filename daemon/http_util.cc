@@ -19,13 +19,13 @@ int HexValue(char c) {
   return -1;
 }
 
-std::string_view Trim(std::string_view text) {
+}  // namespace
+
+std::string_view TrimOws(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
 }
-
-}  // namespace
 
 Result<std::string> PercentDecode(std::string_view in, bool plus_is_space) {
   std::string out;
@@ -106,7 +106,7 @@ bool ParseUint64(std::string_view text, uint64_t* out) {
 
 bool IsJsonContentType(std::optional<std::string_view> content_type) {
   if (!content_type) return true;
-  std::string_view media = Trim(content_type->substr(0, content_type->find(';')));
+  std::string_view media = TrimOws(content_type->substr(0, content_type->find(';')));
   constexpr std::string_view kJson = "application/json";
   return media.size() == kJson.size() &&
          std::equal(media.begin(), media.end(), kJson.begin(), [](char a, char b) {
@@ -161,7 +161,7 @@ HttpResponse JsonResponse(int status, std::string body) {
 }
 
 Result<std::string> NormalizeIfMatch(std::string_view value) {
-  value = Trim(value);
+  value = TrimOws(value);
   if (value == "*") return std::string(value);
   bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
   std::string_view inner = quoted ? value.substr(1, value.size() - 2) : value;

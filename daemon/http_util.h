@@ -16,6 +16,10 @@
 
 namespace feedd {
 
+// `text` without leading and trailing spaces and tabs (a header value's
+// optional whitespace, RFC 9110 5.6.3).
+std::string_view TrimOws(std::string_view text);
+
 // Percent-decodes `in` (once). With `plus_is_space` ('+' in a query string)
 // a '+' becomes ' '. A bad escape ("%zz", "%4") is invalid_request.
 Result<std::string> PercentDecode(std::string_view in, bool plus_is_space);

@@ -111,6 +111,16 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
   read(Status::Ok());
 }
 
+void ApiRouter::AnswerQuery(const std::string& container, const QuerySpec& query,
+                            std::optional<Lsn> min_lsn, Responder& responder) {
+  QueryCost spent;
+  Result<QueryResult> result = store_->Query(container, query, &spent);
+  if (!result.ok()) return responder.Send(QueryErrorResponse(result.status(), spent));
+  HttpResponse response = JsonResponse(200, QueryResponseJson(*result));
+  AddParkedHeader(container, min_lsn, &response);
+  responder.Send(std::move(response));
+}
+
 void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request,
                            Responder responder) {
   Result<ReadAfter> after = ParseReadAfter(request);
@@ -133,21 +143,13 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   auto run = [this, container = spec.name, query = std::move(*query), min_lsn = after->min_lsn,
               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
-    auto answer = [this, container, query, min_lsn, pending] {
-      QueryCost spent;
-      Result<QueryResult> result = store_->Query(container, query, &spent);
-      if (!result.ok()) return pending->Send(QueryErrorResponse(result.status(), spent));
-      HttpResponse response = JsonResponse(200, QueryResponseJson(*result));
-      AddParkedHeader(container, min_lsn, &response);
-      pending->Send(std::move(response));
-    };
-    if (query.partition_key) return answer();
-    bool queued = queries_.Submit([answer, pending](bool cancelled) {
+    if (query.partition_key) return AnswerQuery(container, query, min_lsn, *pending);
+    bool queued = queries_.Submit([this, container, query, min_lsn, pending](bool cancelled) {
       if (cancelled) {
         return pending->Send(
             ErrorResponse(Status(ErrorCode::kUnavailable, "the daemon is shutting down")));
       }
-      answer();
+      AnswerQuery(container, query, min_lsn, *pending);
     });
     if (queued) return;
     pending->Send(ErrorResponse(
