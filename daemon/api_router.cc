@@ -28,6 +28,8 @@ enum class RouteKind {
   kReplay,      // /v1/processors/{name}/parked/replay
   kRebuild,     // /v1/processors/{name}/rebuild
   kVerify,      // /v1/processors/{name}/verify
+  kPause,       // /v1/processors/{name}/pause
+  kResume,      // /v1/processors/{name}/resume
   kHealthz,     // /healthz
   kReadyz,      // /readyz
 };
@@ -59,6 +61,8 @@ Route MatchRoute(const std::vector<std::string>& s) {
     if (n == 5 && s[3] == "parked" && s[4] == "replay") route.kind = RouteKind::kReplay;
     if (n == 4 && s[3] == "rebuild") route.kind = RouteKind::kRebuild;
     if (n == 4 && s[3] == "verify") route.kind = RouteKind::kVerify;
+    if (n == 4 && s[3] == "pause") route.kind = RouteKind::kPause;
+    if (n == 4 && s[3] == "resume") route.kind = RouteKind::kResume;
   } else if (n >= 4 && s[0] == "v1" && s[1] == "containers") {
     route.container = &s[2];
     if (n == 4 && s[3] == "items") {
@@ -105,6 +109,10 @@ std::string_view TemplateOf(RouteKind kind) {
       return "/v1/processors/{name}/rebuild";
     case RouteKind::kVerify:
       return "/v1/processors/{name}/verify";
+    case RouteKind::kPause:
+      return "/v1/processors/{name}/pause";
+    case RouteKind::kResume:
+      return "/v1/processors/{name}/resume";
     case RouteKind::kHealthz:
       return "/healthz";
     case RouteKind::kReadyz:
@@ -124,6 +132,8 @@ std::string_view AllowedMethods(RouteKind kind) {
     case RouteKind::kReplay:
     case RouteKind::kRebuild:
     case RouteKind::kVerify:
+    case RouteKind::kPause:
+    case RouteKind::kResume:
       return "POST";
     case RouteKind::kItem:
       return "GET, PUT, PATCH, DELETE";
@@ -140,6 +150,8 @@ bool IsAllowed(RouteKind kind, HttpMethod method) {
     case RouteKind::kReplay:
     case RouteKind::kRebuild:
     case RouteKind::kVerify:
+    case RouteKind::kPause:
+    case RouteKind::kResume:
       return method == HttpMethod::kPost;
     case RouteKind::kItem:
       return method == HttpMethod::kGet || method == HttpMethod::kPut ||
@@ -250,7 +262,9 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
     case RouteKind::kParked:
     case RouteKind::kReplay:
     case RouteKind::kRebuild:
-    case RouteKind::kVerify: {
+    case RouteKind::kVerify:
+    case RouteKind::kPause:
+    case RouteKind::kResume: {
       ProcessorInstance* instance =
           options_.processors ? options_.processors->Find(*route.processor) : nullptr;
       if (instance == nullptr) {
@@ -262,6 +276,9 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
       if (route.kind == RouteKind::kParked) return ShowParked(*instance, std::move(responder));
       if (route.kind == RouteKind::kReplay) return ReplayParked(*instance, std::move(responder));
       if (route.kind == RouteKind::kRebuild) return Rebuild(*instance, std::move(responder));
+      if (route.kind == RouteKind::kPause || route.kind == RouteKind::kResume) {
+        return Pause(*instance, route.kind == RouteKind::kPause, std::move(responder));
+      }
       return Verify(*instance, std::move(responder));
     }
     case RouteKind::kHealthz:

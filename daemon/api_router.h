@@ -127,6 +127,8 @@ class ApiRouter : public HttpHandler {
   void ShowProcessor(ProcessorInstance& instance, Responder responder);
   void ShowParked(ProcessorInstance& instance, Responder responder);
   void ReplayParked(ProcessorInstance& instance, Responder responder);
+  // Pauses (or resumes) taking changes; answers the state.
+  void Pause(ProcessorInstance& instance, bool pause, Responder responder);
   // Rebuild and verify take long: they run on the processors' AdminTasks,
   // or are answered at once when it refuses them (409, 429, 503).
   void Rebuild(ProcessorInstance& instance, Responder responder);

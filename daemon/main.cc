@@ -155,14 +155,9 @@ int Run(const DaemonConfig& config) {
   std::unique_ptr<ProcessorManager> processors;
   if (config.processors_enabled) {
     std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
-    std::optional<KafkaConsumerConfig> consumer;
-    if (bootstrap) {
-      consumer =
-          KafkaConsumerConfig{*bootstrap, config.kafka.topic_prefix, config.kafka.properties};
-    }
     auto created =
-        ProcessorManager::Create(store.get(), settings, consumer, config.processors_max_admin_tasks,
-                                 metrics.ViewCommitObserver());
+        ProcessorManager::Create(store.get(), settings, bootstrap.has_value(),
+                                 config.processors_max_admin_tasks, metrics.ViewCommitObserver());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
       return kExitBadConfig;

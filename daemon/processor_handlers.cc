@@ -26,6 +26,7 @@ boost::json::object StatusJson(const ProcessorStatus& s) {
       {"batches", s.batches},
       {"errors", s.errors},
       {"parked", s.parked},
+      {"fromCommitPath", s.from_commit_path},
       {"fromDurableFeed", s.from_durable_feed},
       {"collisions", s.collisions},
       {"lastError",
@@ -164,6 +165,15 @@ void ApiRouter::ReplayParked(ProcessorInstance& instance, Responder responder) {
   size_t n = instance.ReplayParked();
   responder.Send(JsonResponse(200, boost::json::serialize(boost::json::object{
                                        {"name", instance.name()}, {"replayed", n}})));
+}
+
+void ApiRouter::Pause(ProcessorInstance& instance, bool pause, Responder responder) {
+  if (pause) {
+    instance.Pause();
+  } else {
+    instance.Resume();
+  }
+  responder.Send(JsonResponse(200, boost::json::serialize(StatusJson(instance.GetStatus()))));
 }
 
 void ApiRouter::RunAdminTask(ProcessorInstance& instance, Responder responder,

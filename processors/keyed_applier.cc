@@ -43,14 +43,13 @@ void KeyedApplier::Stop() {
   workers_.clear();
 }
 
-KeyedApplier::Worker* KeyedApplier::WorkerFor(const Change& change) const {
-  size_t index = std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
-  return workers_[index].get();
+size_t KeyedApplier::WorkerIndex(const Change& change) const {
+  return std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
 }
 
 void KeyedApplier::Dispatch(Change change) {
   if (workers_.empty()) return;
-  Worker* w = WorkerFor(change);
+  Worker* w = workers_[WorkerIndex(change)].get();
   {
     std::lock_guard<std::mutex> lock(w->mutex);
     w->queue.push_back(std::move(change));
@@ -58,15 +57,31 @@ void KeyedApplier::Dispatch(Change change) {
   w->wake.notify_one();
 }
 
+void KeyedApplier::Dispatch(std::vector<Change> changes) {
+  if (workers_.empty() || changes.empty()) return;
+  std::vector<std::vector<Change>> by_worker(workers_.size());
+  for (Change& change : changes) {
+    by_worker[WorkerIndex(change)].push_back(std::move(change));
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (by_worker[i].empty()) continue;
+    Worker* w = workers_[i].get();
+    {
+      std::lock_guard<std::mutex> lock(w->mutex);
+      for (Change& change : by_worker[i]) w->queue.push_back(std::move(change));
+    }
+    w->wake.notify_one();
+  }
+}
+
 void KeyedApplier::WorkerLoop(Worker* w) {
   for (;;) {
     std::vector<Change> batch;
     {
       std::unique_lock<std::mutex> lock(w->mutex);
-      w->wake.wait_for(lock, std::chrono::milliseconds(100),
-                       [&] { return stopping_.load() || !w->queue.empty(); });
+      // Stop() and every Dispatch() notify: an idle thread sleeps.
+      w->wake.wait(lock, [&] { return stopping_.load() || !w->queue.empty(); });
       if (stopping_) return;
-      if (w->queue.empty()) continue;
       // The changes queued at the front, whatever their keys.
       while (batch.size() < max_batch_ && !w->queue.empty()) {
         batch.push_back(std::move(w->queue.front()));
@@ -214,7 +229,7 @@ size_t KeyedApplier::ReplayParked() {
   for (auto& [key, list] : parked) {
     for (auto& p : list) {
       if (workers_.empty()) break;
-      by_worker[WorkerFor(p.change)].push_back(std::move(p.change));
+      by_worker[workers_[WorkerIndex(p.change)].get()].push_back(std::move(p.change));
       ++n;
     }
   }

@@ -88,6 +88,8 @@ class KeyedApplier {
 
   // Queues `change` for its key's thread; dropped when stopped.
   void Dispatch(Change change);
+  // Dispatch() of each, in order, waking each thread once.
+  void Dispatch(std::vector<Change> changes);
   // Parks `change` (and later changes of its key) without applying it.
   void Park(Change change, const std::string& error);
   // Parks again a change that was parked before a restart, in LSN order per
@@ -118,7 +120,7 @@ class KeyedApplier {
     std::string error;
   };
 
-  Worker* WorkerFor(const Change& change) const;
+  size_t WorkerIndex(const Change& change) const;
   void WorkerLoop(Worker* w);
   void ApplyOrPark(const std::string& key, Change change);
   // Applies what WorkerLoop() took from a queue, one change or a batch;

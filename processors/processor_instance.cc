@@ -1,8 +1,5 @@
 #include "processors/processor_instance.h"
 
-#include <librdkafka/rdkafka.h>
-#include <unistd.h>
-
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -13,7 +10,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "feed/message_headers.h"
 #include "processors/keyed_applier.h"
 #include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
@@ -28,19 +24,21 @@ namespace {
 
 constexpr size_t kReadBatch = 1000;
 constexpr size_t kMaxPending = 20000;  // back-pressure on the source
-constexpr auto kCheckpointInterval = std::chrono::milliseconds(100);
+// How long the source thread waits for a change before it acknowledges
+// (records) W again; an idle instance wakes at this rate only.
+constexpr auto kIdleWait = std::chrono::seconds(1);
 
 }  // namespace
 
 class ProcessorInstance::Impl {
  public:
   Impl(DocumentStore* store, ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
-       std::optional<KafkaConsumerConfig> kafka)
+       std::unique_ptr<ChangeSource> source)
       : store_(store),
         config_(std::move(config)),
         kind_(std::move(kind)),
-        kafka_(std::move(kafka)),
-        consumer_name_(std::string(kConsumerPrefix) + config_.name) {
+        source_(std::move(source)),
+        consumer_name_(ConsumerName(config_.name)) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
@@ -71,20 +69,17 @@ class ProcessorInstance::Impl {
       if (c.name == consumer_name_) {
         registered = true;
         SetWatermark(c.acked);
-        persisted_ = c.acked;
       }
     }
     if (!registered) {
       // A new view on existing data: derive it once, then follow the feed.
       if (Status s = store_->RegisterConsumer(consumer_name_, store_->HeadLsn()); !s.ok()) return s;
-      persisted_ = store_->HeadLsn();
       if (Status s = RebuildLocked(); !s.ok()) return s;
     }
     if (Status s = RestoreParked(); !s.ok()) return s;
-    next_read_ = applied_.value() + 1;
     StartThreads();
-    FEEDD_LOG(kInfo, "processor") << config_.name << " (" << config_.kind << ", " << SourceName()
-                                  << ") running from LSN " << next_read_;
+    FEEDD_LOG(kInfo, "processor") << config_.name << " (" << config_.kind << ") running from LSN "
+                                  << applied_.value() + 1;
     return Status::Ok();
   }
 
@@ -109,7 +104,7 @@ class ProcessorInstance::Impl {
     ProcessorStatus s;
     s.name = config_.name;
     s.kind = config_.kind;
-    s.source = SourceName();
+    s.source = "local";
     s.applied_lsn = applied_.value();
     Lsn head = store_->HeadLsn();
     s.lag_changes = head > s.applied_lsn ? head - s.applied_lsn : 0;
@@ -133,19 +128,22 @@ class ProcessorInstance::Impl {
               oldest_ts == 0 ? page.records[0].ts_ms : std::min(oldest_ts, page.records[0].ts_ms);
         }
       }
-      uint64_t now = Clock::System()->NowMillis();
+      uint64_t now = clock_->NowMillis();
       if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
     }
     { std::tie(s.state, s.last_error) = status_.Get(); }
     s.parked = applier_->parked();
     s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
+    if (s.state == "running" && paused_) s.state = "paused";
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
     s.errors = applier_->errors();
     s.batches = applier_->batches();
-    s.from_durable_feed = from_durable_feed_.load();
+    const ChangeSourceCounts counts = source_->counts();
+    s.from_commit_path = counts.in_process;
+    s.from_durable_feed = counts.from_feed;
     s.collisions = collisions_.load();
     return s;
   }
@@ -156,6 +154,16 @@ class ProcessorInstance::Impl {
     std::lock_guard<std::mutex> lock(parked_mutex_);
     if (parked_.empty() || parked_.begin()->first > at_or_below) return std::nullopt;
     return parked_.begin()->second;
+  }
+
+  void Pause(bool pause) {
+    if (paused_.exchange(pause) == pause) return;
+    // A NextBatch() waiting now returns empty: nothing committed after this
+    // is taken until the source thread resumes (and seeks back).
+    if (pause) source_->Interrupt();
+    FEEDD_LOG(kInfo, "processor") << config_.name << (pause ? ": paused" : ": resumed")
+                                  << " at LSN " << applied_.value();
+    WakeSourceThread();
   }
 
   size_t ReplayParked() {
@@ -169,7 +177,6 @@ class ProcessorInstance::Impl {
     if (stopped_) return Status(ErrorCode::kUnavailable, "the processor is stopped");
     StopThreads();
     Status s = RebuildLocked();
-    next_read_ = applied_.value() + 1;
     StartThreads();
     return s;
   }
@@ -200,30 +207,26 @@ class ProcessorInstance::Impl {
     uint64_t ts_ms = 0;
   };
 
-  std::string SourceName() const {
-    return config_.source == ProcessorSource::kKafka ? "kafka" : "local";
-  }
-
   // ---- lifecycle ----
   void StartThreads() {
     stopping_ = false;
     applier_->Start();
+    next_ = applied_.value() + 1;
+    source_->Seek(next_);
     source_thread_ = std::thread([this] {
       SetThreadName("src-" + config_.name);
-      if (config_.source == ProcessorSource::kKafka) {
-        KafkaLoop();
-      } else {
-        LocalLoop();
-      }
+      SourceLoop();
     });
     SetState("running");
   }
 
   void StopThreads() {
     stopping_ = true;
+    WakeSourceThread();
+    source_->Interrupt();
     if (source_thread_.joinable()) source_thread_.join();
     applier_->Stop();
-    Checkpoint(true);
+    Acknowledge(true);
     std::lock_guard<std::mutex> lock(track_mutex_);
     pending_.clear();
   }
@@ -264,7 +267,6 @@ class ProcessorInstance::Impl {
     }
     ++rebuilds_;
     SetWatermark(head);
-    persisted_ = std::max(persisted_, head);
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << ctx.writes_committed()
                                   << " view writes), continuing after LSN " << head;
     return Status::Ok();
@@ -280,17 +282,11 @@ class ProcessorInstance::Impl {
     applied_.Advance(w);
   }
 
-  // Starts tracking `lsn`; false when it is applied or tracked already
-  // (a duplicate from Kafka, or the audit meeting a delivered change).
+  // Starts tracking `lsn`; false when it is applied or tracked already.
   bool Track(Lsn lsn, uint64_t ts_ms) {
     std::lock_guard<std::mutex> lock(track_mutex_);
     if (lsn <= watermark_) return false;
     return pending_.emplace(lsn, PendingEntry{false, ts_ms}).second;
-  }
-
-  bool Tracked(Lsn lsn) {
-    std::lock_guard<std::mutex> lock(track_mutex_);
-    return lsn <= watermark_ || pending_.count(lsn) != 0;
   }
 
   size_t PendingCount() {
@@ -388,20 +384,11 @@ class ProcessorInstance::Impl {
     return Status::Ok();
   }
 
-  void Checkpoint(bool force) {
-    auto now = std::chrono::steady_clock::now();
-    Lsn w = applied_.value();
-    if (w <= persisted_ || (!force && now - last_checkpoint_ < kCheckpointInterval)) return;
-    ViewWrite mark;
-    mark.consumer = consumer_name_;
-    mark.consumer_acked = w;
-    WriteResult r = store_->WriteView(std::move(mark));
-    if (!r.status.ok()) {
-      SetError("recording the applied watermark: " + r.status.ToString());
-      return;
-    }
-    persisted_ = w;
-    last_checkpoint_ = now;
+  // Tells the source how far W is; `sync`: and has it recorded now.
+  void Acknowledge(bool sync) {
+    Status s = source_->Acknowledge(applied_.value());
+    if (s.ok() && sync) s = source_->Sync();
+    if (!s.ok()) SetError("recording the applied watermark: " + s.ToString());
   }
 
   // ---- applying ----
@@ -440,34 +427,56 @@ class ProcessorInstance::Impl {
     return s;
   }
 
-  void Dispatch(Change change) { applier_->Dispatch(std::move(change)); }
-
-  // ---- sources ----
-  void LocalLoop() {
+  // ---- the source ----
+  void SourceLoop() {
+    std::vector<ChangeRecord> records;
     while (!stopping_) {
-      Checkpoint(false);
-      if (PendingCount() >= kMaxPending) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      Acknowledge(false);
+      if (paused_) {
+        {
+          std::unique_lock<std::mutex> lock(stop_mutex_);
+          stop_cv_.wait(lock, [this] { return stopping_.load() || !paused_.load(); });
+        }
+        if (!stopping_) source_->Seek(next_);  // ends the Interrupt() of Pause()
         continue;
       }
-      FeedPage page;
-      FeedReadSpec spec;
-      spec.from = next_read_;
-      spec.limit = kReadBatch;
-      Status s = store_->ReadFeed(spec, &page);
+      if (PendingCount() >= kMaxPending) {
+        WaitForProgress();
+        continue;
+      }
+      Status s = source_->NextBatch(kReadBatch, kIdleWait, &records);
       if (!s.ok()) {
         SetError("reading the change feed: " + s.ToString());
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        std::unique_lock<std::mutex> lock(stop_mutex_);
+        stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_.load(); });
         continue;
       }
-      for (auto& record : page.records) Offer(record, false);
-      next_read_ = page.next;
-      if (page.records.empty()) WaitForHead(next_read_);
+      std::vector<Change> changes;
+      for (const ChangeRecord& record : records) Offer(record, &changes);
+      applier_->Dispatch(std::move(changes));
+      if (!records.empty()) next_ = records.back().lsn + 1;
     }
   }
 
-  // A record of the durable feed: tracked, and dispatched when relevant.
-  void Offer(const ChangeRecord& record, bool from_audit) {
+  // Back-pressure: waits until W moves (or 100 ms, or Stop()).
+  void WaitForProgress() {
+    const Lsn w = applied_.value();
+    const uint64_t token = applied_.Watch(w + 1, [this] { WakeSourceThread(); });
+    {
+      std::unique_lock<std::mutex> lock(stop_mutex_);
+      stop_cv_.wait_for(lock, std::chrono::milliseconds(100),
+                        [&] { return stopping_.load() || applied_.value() > w; });
+    }
+    applied_.Cancel(token);
+  }
+
+  void WakeSourceThread() {
+    { std::lock_guard<std::mutex> lock(stop_mutex_); }
+    stop_cv_.notify_all();
+  }
+
+  // A record of the feed: tracked, and added to *changes when relevant.
+  void Offer(const ChangeRecord& record, std::vector<Change>* changes) {
     if (!Track(record.lsn, record.ts_ms)) return;
     if (sources_.count(record.container) == 0) {
       Done(record.lsn);
@@ -476,6 +485,9 @@ class ProcessorInstance::Impl {
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
+      // The earlier changes first, so that none of its key queues behind it.
+      applier_->Dispatch(std::move(*changes));
+      changes->clear();
       applier_->Park(Change{record.lsn,
                             record.op,
                             record.container,
@@ -487,143 +499,7 @@ class ProcessorInstance::Impl {
                      change.status().ToString());
       return;
     }
-    if (from_audit) ++from_durable_feed_;
-    Dispatch(std::move(*change));
-  }
-
-  void WaitForHead(Lsn lsn) {
-    std::mutex m;
-    std::condition_variable cv;
-    bool reached = false;
-    uint64_t token = store_->OnHeadReached(lsn, [&] {
-      std::lock_guard<std::mutex> lock(m);
-      reached = true;
-      cv.notify_all();
-    });
-    {
-      std::unique_lock<std::mutex> lock(m);
-      cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return reached; });
-    }
-    store_->CancelHeadWatch(token);
-  }
-
-  void KafkaLoop() {
-    rd_kafka_t* consumer = CreateConsumer();
-    audit_next_ = applied_.value() + 1;
-    awaited_.clear();
-    while (!stopping_) {
-      Checkpoint(false);
-      if (consumer != nullptr && PendingCount() < kMaxPending) {
-        // Wait up to 5 ms for the first message, then take what is there.
-        for (int i = 0; i < 1000; ++i) {
-          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, i == 0 ? 5 : 0);
-          if (m == nullptr) break;
-          OnKafkaMessage(m);
-          rd_kafka_message_destroy(m);
-        }
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      Audit();
-    }
-    if (consumer != nullptr) {
-      rd_kafka_consumer_close(consumer);
-      rd_kafka_destroy(consumer);
-    }
-  }
-
-  rd_kafka_t* CreateConsumer() {
-    if (!kafka_) return nullptr;
-    char err[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    std::map<std::string, std::string> props = {
-        {"bootstrap.servers", kafka_->bootstrap},
-        {"group.id", "feedd-processor-" + config_.name},
-        {"client.id", "feedd-processor-" + config_.name},
-        {"auto.offset.reset", "earliest"},
-        {"enable.auto.commit", "true"},
-        {"fetch.wait.max.ms", "5"},
-        {"log_level", "3"},
-    };
-    for (const auto& [k, v] : kafka_->properties) props[k] = v;
-    for (const auto& [k, v] : props) {
-      rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err));  // producer-only: ignored
-    }
-    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    if (rk == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      SetError(std::string("kafka consumer: ") + err + "; applying from the durable feed");
-      return nullptr;
-    }
-    rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(4);
-    for (const auto& c : sources_) {
-      rd_kafka_topic_partition_list_add(topics, (kafka_->topic_prefix + c).c_str(),
-                                        RD_KAFKA_PARTITION_UA);
-    }
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      SetError(std::string("kafka subscribe: ") + rd_kafka_err2str(e));
-    }
-    return rk;
-  }
-
-  void OnKafkaMessage(const rd_kafka_message_t* m) {
-    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-        SetError(std::string("kafka: ") + rd_kafka_message_errstr(m) +
-                 "; the durable feed covers the gap");
-      }
-      return;
-    }
-    if (m->payload == nullptr) return;  // a tombstone
-    const Lsn lsn = LsnHeader(m);
-    if (lsn == 0 || Tracked(lsn) || lsn > store_->HeadLsn()) return;
-    auto change = ParseChange(std::string_view(static_cast<const char*>(m->payload), m->len));
-    if (!change.ok() || change->lsn != lsn || sources_.count(change->container) == 0) {
-      return;  // not a native envelope: the audit applies it from the durable feed
-    }
-    if (Track(lsn, change->ts_ms)) Dispatch(std::move(*change));
-  }
-
-  // Reads the durable feed after its cursor: other containers' changes are
-  // passed over at once (so W never waits for them), and a source change
-  // that Kafka has not delivered within kafka_grace is applied from here.
-  // Incremental, so it runs after every poll.
-  void Audit() {
-    audit_next_ = std::max(audit_next_, applied_.value() + 1);
-    FeedPage page;
-    FeedReadSpec spec;
-    spec.from = audit_next_;
-    spec.limit = 5000;
-    Status read = store_->ReadFeed(spec, &page);
-    if (read.code() == ErrorCode::kLsnNotRetained) {
-      audit_next_ = store_->OldestRetainedLsn();  // cannot happen while W holds retention
-    }
-    auto now = std::chrono::steady_clock::now();
-    for (auto& record : page.records) {
-      audit_next_ = record.lsn + 1;
-      if (Tracked(record.lsn)) continue;
-      if (sources_.count(record.container) == 0) {
-        Offer(record, false);
-      } else {
-        awaited_.emplace(record.lsn, std::make_pair(now, std::move(record)));
-      }
-    }
-    for (auto it = awaited_.begin(); it != awaited_.end();) {
-      if (Tracked(it->first)) {
-        it = awaited_.erase(it);
-      } else if (now - it->second.first >= config_.kafka_grace) {
-        FEEDD_LOG(kWarning, "processor") << config_.name << ": LSN " << it->first
-                                         << " did not arrive from Kafka in time; applying it "
-                                            "from the durable feed";
-        Offer(it->second.second, true);
-        it = awaited_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    changes->push_back(std::move(*change));
   }
 
   // ---- status ----
@@ -633,27 +509,25 @@ class ProcessorInstance::Impl {
   DocumentStore* const store_;
   ProcessorConfig config_;
   const std::unique_ptr<ProcessorKind> kind_;
-  const std::optional<KafkaConsumerConfig> kafka_;
+  const std::unique_ptr<ChangeSource> source_;
   const std::string consumer_name_;
+  Clock* const clock_ = Clock::System();
   std::set<std::string> sources_;
 
   std::mutex control_mutex_;  // Stop / Rebuild
   bool stopped_ = false;      // GUARDED_BY(control_mutex_)
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> paused_{false};
+  Lsn next_ = 1;           // the source's position; the source thread's while it runs
+  std::mutex stop_mutex_;  // with stop_cv_: the source thread's waits
+  std::condition_variable stop_cv_;
   std::thread source_thread_;
   std::unique_ptr<KeyedApplier> applier_;
-  Lsn next_read_ = 1;  // local source
-  // Kafka source audit (source thread): the next LSN to read, and the source
-  // changes read from the durable feed that Kafka has not delivered yet.
-  Lsn audit_next_ = 1;
-  std::map<Lsn, std::pair<std::chrono::steady_clock::time_point, ChangeRecord>> awaited_;
 
   LsnWatchers applied_;  // W, for readers and watchers
   mutable std::mutex track_mutex_;
   Lsn watermark_ = 0;                    // W; GUARDED_BY(track_mutex_)
   std::map<Lsn, PendingEntry> pending_;  // LSNs above W being applied
-  Lsn persisted_ = 0;
-  std::chrono::steady_clock::time_point last_checkpoint_;
 
   std::atomic<uint64_t> rebuilds_{0};
 
@@ -662,7 +536,7 @@ class ProcessorInstance::Impl {
   std::map<Lsn, ParkedChange> parked_;
 
   StatusCell status_{"processor", config_.name};
-  std::atomic<uint64_t> applied_count_{0}, view_writes_{0}, from_durable_feed_{0};
+  std::atomic<uint64_t> applied_count_{0}, view_writes_{0};
   std::atomic<uint64_t> collisions_{0};
 };
 
@@ -674,8 +548,8 @@ void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, s
 
 ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,
                                      std::unique_ptr<ProcessorKind> kind,
-                                     std::optional<KafkaConsumerConfig> kafka)
-    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(kafka))) {}
+                                     std::unique_ptr<ChangeSource> source)
+    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(source))) {}
 ProcessorInstance::~ProcessorInstance() = default;
 Status ProcessorInstance::Start() { return impl_->Start(); }
 void ProcessorInstance::Stop() { impl_->Stop(); }
@@ -692,6 +566,8 @@ std::optional<ParkedChange> ProcessorInstance::OldestParked(Lsn at_or_below) con
   return impl_->OldestParked(at_or_below);
 }
 size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
+void ProcessorInstance::Pause() { impl_->Pause(true); }
+void ProcessorInstance::Resume() { impl_->Pause(false); }
 Status ProcessorInstance::Rebuild() { return impl_->Rebuild(); }
 Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait,
                                                            std::stop_token stop) {

@@ -2,22 +2,18 @@
 // ProcessorKind inside the daemon (docs/processors.md).
 //
 // Operation
-//   A source thread reads changes - from Kafka (a consumer group per
-//   instance, the default) or from the local durable feed (`source =
-//   local`) - and dispatches those of the kind's source containers to worker
-//   threads by the kind's ordering key (same key: same worker, in order).
-//   A worker applies a change through a StoreViewContext and commits the
-//   staged view writes in one WriteBatch with the instance's applied
-//   watermark W (every change <= W is applied). W is the instance's
-//   retention low-watermark too, so the feed keeps what it has not applied.
-//   Apply is level-triggered and idempotent, so after a crash the changes
-//   above the recorded W are simply applied again.
-//
-//   With the Kafka source, an audit reads the local feed above W: changes of
-//   other containers are passed over, and a change that Kafka has not
-//   delivered within `kafka_grace_ms` (the broker dropped it, or the
-//   consumer fell behind retention) is applied from the durable feed. No
-//   change is ever skipped.
+//   A source thread takes changes from a ChangeSource - in the daemon a
+//   CommitChangeSource: in-process from the commit path, and from the
+//   durable feed for start-up and catch-up - and dispatches those of the
+//   kind's source containers to worker threads by the kind's ordering key
+//   (same key: same worker, in order); other containers' changes count as
+//   applied at once. A worker applies a change through a StoreViewContext
+//   and commits the staged view writes in one WriteBatch with the
+//   instance's applied watermark W (every change <= W is applied). W is the
+//   instance's retention low-watermark too, so the feed keeps what it has
+//   not applied, and it is acknowledged to the source as it moves. Apply is
+//   level-triggered and idempotent, so after a crash the changes above the
+//   recorded W are simply applied again.
 //
 //   A change whose apply fails is retried with exponential backoff; after
 //   `max_attempts` it is parked with every later change of its ordering key
@@ -31,7 +27,8 @@
 //   worker or source thread and must be short.
 //
 // Ownership
-//   Borrows the DocumentStore, which must outlive the instance.
+//   Borrows the DocumentStore, which must outlive the instance; owns the
+//   source.
 #pragma once
 
 #include <atomic>
@@ -42,13 +39,13 @@
 #include <string>
 #include <vector>
 
+#include "processors/change_source.h"
 #include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
 #include "storage/document_store.h"
 
 namespace feedd {
 
-enum class ProcessorSource { kKafka, kLocal };
 // Where an instance runs: in the daemon (ProcessorInstance) or in `feedd
 // worker` processes (ProcessorWorker).
 enum class ProcessorHost { kDaemon, kWorker };
@@ -56,12 +53,10 @@ enum class ProcessorHost { kDaemon, kWorker };
 struct ProcessorConfig {
   std::string name;
   std::string kind;
-  ProcessorSource source = ProcessorSource::kKafka;
   ProcessorHost host = ProcessorHost::kDaemon;
   size_t parallelism = 4;                       // worker threads
   int max_attempts = 5;                         // before a change is parked
   std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
-  std::chrono::milliseconds kafka_grace{2000};  // then the audit applies it
   ProcessorSettings settings;                   // the kind's settings
   // Called after a change's view writes commit, with the seconds since the
   // change itself was committed (for the commit-to-view histogram).
@@ -72,27 +67,26 @@ struct ProcessorConfig {
 // when it wrote something.
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes);
 
-struct KafkaConsumerConfig {
-  std::string bootstrap;
-  std::string topic_prefix = "feedd.";
-  std::map<std::string, std::string> properties;  // kafka.<property> pass-through
-};
-
 struct ProcessorStatus {
-  std::string name, kind, source;
-  std::string state;  // starting, running, rebuilding, degraded (parked), stopped
+  std::string name, kind;
+  std::string source;  // "local" in the daemon, "kafka" in a worker
+  // starting, running, rebuilding, degraded (parked), paused, stopped
+  std::string state;
   Lsn applied_lsn = 0;
-  uint64_t lag_changes = 0;        // head LSN - applied LSN
-  uint64_t pending = 0;            // changes received and not yet applied
-  double lag_seconds = 0;          // age of the oldest unapplied change
-  uint64_t applied = 0;            // changes applied (including no-ops)
-  uint64_t view_writes = 0;        // derived items written
-  uint64_t batches = 0;            // runs of changes applied with one commit
-  uint64_t errors = 0;             // failed attempts
-  uint64_t parked = 0;             // parked now
-  uint64_t parked_total = 0;       // ever parked
-  uint64_t rebuilds = 0;           // rebuilds finished
-  uint64_t from_durable_feed = 0;  // Kafka source: applied from the local feed by the audit
+  uint64_t lag_changes = 0;   // head LSN - applied LSN
+  uint64_t pending = 0;       // changes received and not yet applied
+  double lag_seconds = 0;     // age of the oldest unapplied change
+  uint64_t applied = 0;       // changes applied (including no-ops)
+  uint64_t view_writes = 0;   // derived items written
+  uint64_t batches = 0;       // runs of changes applied with one commit
+  uint64_t errors = 0;        // failed attempts
+  uint64_t parked = 0;        // parked now
+  uint64_t parked_total = 0;  // ever parked
+  uint64_t rebuilds = 0;      // rebuilds finished
+  // Changes handed over in-process by the commit path / read from the
+  // durable feed (start-up, catch-up). A worker reports neither.
+  uint64_t from_commit_path = 0;
+  uint64_t from_durable_feed = 0;
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
   std::string last_error;
 };
@@ -100,9 +94,11 @@ struct ProcessorStatus {
 class ProcessorInstance {
  public:
   static constexpr const char* kConsumerPrefix = "processor.";
+  // The store consumer (retention watermark) of the processor `name`.
+  static std::string ConsumerName(const std::string& name) { return kConsumerPrefix + name; }
 
   ProcessorInstance(DocumentStore* store, ProcessorConfig config,
-                    std::unique_ptr<ProcessorKind> kind, std::optional<KafkaConsumerConfig> kafka);
+                    std::unique_ptr<ProcessorKind> kind, std::unique_ptr<ChangeSource> source);
   ~ProcessorInstance();
 
   // Registers the watermark; a new instance first derives its view from the
@@ -123,6 +119,14 @@ class ProcessorInstance {
   // The parked change with the smallest LSN, when that LSN is <= at_or_below
   // (its `key` is empty).
   std::optional<ParkedChange> OldestParked(Lsn at_or_below) const;
+  // Stops (or resumes) taking changes from the source: no change committed
+  // after Pause() returns is taken until Resume(); those taken before are
+  // still applied. Views, W and read-your-writes waits stand still
+  // meanwhile, and the feed keeps what the instance has not applied. A
+  // restart resumes.
+  void Pause();
+  void Resume();
+
   // Retries every parked change, in order per key. Returns how many.
   size_t ReplayParked();
   // Derives the view from scratch and continues from the head at its start.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "processors/commit_change_source.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -79,37 +80,44 @@ Result<std::vector<ParsedInstance>> ParseInstances(
     auto kind_name = s.Required("kind");
     if (!kind_name.ok()) return kind_name.status();
     config.kind = *kind_name;
-    std::string source = s.Optional("source", kafka_enabled ? "kafka" : "local");
-    if (source == "kafka") {
-      if (!kafka_enabled) return s.Error("source", "is kafka but kafka.brokers = none");
-      config.source = ProcessorSource::kKafka;
-    } else if (source == "local") {
-      config.source = ProcessorSource::kLocal;
-    } else {
-      return s.Error("source", "must be kafka or local, got '" + source + "'");
-    }
     std::string run = s.Optional("run", "daemon");
     if (run == "worker") {
       if (!kafka_enabled) return s.Error("run", "is worker but kafka.brokers = none");
-      if (config.source != ProcessorSource::kKafka) {
-        return s.Error("run", "is worker, which needs source = kafka");
-      }
       config.host = ProcessorHost::kWorker;
     } else if (run != "daemon") {
       return s.Error("run", "must be daemon or worker, got '" + run + "'");
     }
-    uint64_t parallelism, attempts, backoff, grace;
+    // Where changes come from follows from where the instance runs: in the
+    // daemon from the commit path (and the durable feed), in a worker from
+    // Kafka. `source` may only say so.
+    const std::string source = s.Optional("source", run == "worker" ? "kafka" : "local");
+    if (source != "kafka" && source != "local") {
+      return s.Error("source", "must be local or kafka, got '" + source + "'");
+    }
+    if (run == "worker" && source == "local") {
+      return s.Error("source", "is local, but a worker (run = worker) reads Kafka");
+    }
+    if (run == "daemon" && source == "kafka") {
+      FEEDD_LOG(kWarning, "processor")
+          << "processor." << name
+          << ".source = kafka is ignored: in the daemon, processors take changes in-process "
+             "from the commit path and the durable feed; run = worker consumes Kafka";
+    }
+    if (s.values.count("kafka_grace_ms") != 0) {
+      FEEDD_LOG(kWarning, "processor")
+          << "processor." << name
+          << ".kafka_grace_ms is ignored: in-daemon processors no longer read Kafka";
+    }
+    uint64_t parallelism, attempts, backoff;
     for (auto [key, fallback, min, max, out] :
          {std::tuple{"parallelism", "4", 1, 64, &parallelism},
           std::tuple{"max_attempts", "5", 1, 100, &attempts},
-          std::tuple{"retry_backoff_ms", "50", 1, 60000, &backoff},
-          std::tuple{"kafka_grace_ms", "2000", 10, 600000, &grace}}) {
+          std::tuple{"retry_backoff_ms", "50", 1, 60000, &backoff}}) {
       if (Status st = ParseCount(s, key, fallback, min, max, out); !st.ok()) return st;
     }
     config.parallelism = parallelism;
     config.max_attempts = static_cast<int>(attempts);
     config.retry_backoff = std::chrono::milliseconds(backoff);
-    config.kafka_grace = std::chrono::milliseconds(grace);
     for (const char* key : {"kind", "source", "run", "parallelism", "max_attempts",
                             "retry_backoff_ms", "kafka_grace_ms"}) {
       s.values.erase(key);
@@ -136,25 +144,25 @@ Status ProcessorManager::Validate(const std::map<std::string, std::string>& sett
 }
 
 Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
-    DocumentStore* store, const std::map<std::string, std::string>& settings,
-    std::optional<KafkaConsumerConfig> kafka, size_t max_admin_tasks,
+    DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
+    size_t max_admin_tasks,
     std::function<void(const std::string& processor, double seconds)> on_view_committed) {
-  auto parsed = ParseInstances(settings, store->containers(), kafka.has_value());
+  auto parsed = ParseInstances(settings, store->containers(), kafka_enabled);
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
   manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
-    bool uses_kafka = p.config.source == ProcessorSource::kKafka;
     if (on_view_committed) {
       p.config.on_view_committed = [on_view_committed, name = p.config.name](double seconds) {
         on_view_committed(name, seconds);
       };
     }
+    auto source = std::make_unique<CommitChangeSource>(
+        store, CommitChangeSource::Options{ProcessorInstance::ConsumerName(p.config.name)});
     manager->instances_.push_back(std::make_unique<ProcessorInstance>(
-        store, std::move(p.config), std::move(p.kind),
-        uses_kafka ? kafka : std::optional<KafkaConsumerConfig>()));
+        store, std::move(p.config), std::move(p.kind), std::move(source)));
   }
   return manager;
 }

@@ -22,17 +22,19 @@ namespace feedd {
 class ProcessorManager {
  public:
   // `settings`: "<name>.<key>" -> value, from processor.<name>.<key>.
-  // Instance keys understood here: kind, source (kafka|local), run
-  // (daemon|worker: worker instances are skipped here), parallelism,
-  // max_attempts, retry_backoff_ms, kafka_grace_ms; the rest go to the kind.
-  // `kafka` is nullopt when publishing is off (then every source is local).
+  // Instance keys understood here: kind, run (daemon|worker: worker
+  // instances are skipped here), source (local|kafka, implied by run),
+  // parallelism, max_attempts, retry_backoff_ms (kafka_grace_ms is accepted
+  // and ignored); the rest go to the kind. Daemon instances take their
+  // changes from a CommitChangeSource. `kafka_enabled`: kafka.brokers is
+  // not none (needed by run = worker).
   // `max_admin_tasks`: rebuilds and verifies running at once, at most
   // (processors.max_admin_tasks; see admin_tasks()).
   // `on_view_committed(processor, seconds)`, when set, observes each
   // instance's commit-to-view latency (ProcessorConfig::on_view_committed).
   static Result<std::unique_ptr<ProcessorManager>> Create(
-      DocumentStore* store, const std::map<std::string, std::string>& settings,
-      std::optional<KafkaConsumerConfig> kafka, size_t max_admin_tasks,
+      DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
+      size_t max_admin_tasks,
       std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
   // The instances that `feedd worker` runs: those named in `names`, or when
   // it is empty those with processor.<name>.run = worker. `containers` are

@@ -46,6 +46,13 @@
 
 namespace feedd {
 
+// The worker's Kafka consumer.
+struct KafkaConsumerConfig {
+  std::string bootstrap;
+  std::string topic_prefix = "feedd.";
+  std::map<std::string, std::string> properties;  // kafka.<property> pass-through
+};
+
 struct WorkerOptions {
   std::string api;  // HOST:PORT of the daemon's HTTP API
   KafkaConsumerConfig kafka;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +30,13 @@ struct ChangeRecord {
   std::string id;
   std::string envelope_json;  // {"lsn":..,"op":..,...,"before":..,"after":..}
 };
+
+// The change records of one committed group, in LSN order and without gaps
+// (shared, read-only, by every listener).
+using CommittedChanges = std::shared_ptr<const std::vector<ChangeRecord>>;
+// Told of every group the commit thread made durable; runs on the commit
+// thread, so it must only hand the records on.
+using CommitListener = std::function<void(const CommittedChanges&)>;
 
 struct FeedReadSpec {
   Lsn from = 1;                          // first LSN wanted (inclusive)

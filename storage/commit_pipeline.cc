@@ -88,8 +88,14 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
 // Evaluates the requests of one group into one WriteBatch.
 class CommitPipeline::GroupBuilder {
  public:
-  GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms)
-      : db_(db), options_(options), next_lsn_(next_lsn), ts_ms_(ts_ms) {}
+  // `collect_records`: keep each change's record for the commit listeners.
+  GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
+               bool collect_records)
+      : db_(db),
+        options_(options),
+        next_lsn_(next_lsn),
+        ts_ms_(ts_ms),
+        records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr) {}
 
   // Adds every request of `pending` (and its watermark) to the batch, or
   // leaves the batch untouched and returns the failure.
@@ -100,6 +106,7 @@ class CommitPipeline::GroupBuilder {
     request_changes_.clear();
     const Lsn first_lsn = next_lsn_;
     const uint64_t first_feed_bytes = feed_bytes_;
+    const size_t first_record = records_ ? records_->size() : 0;
     size_t op_index = 0;
     for (const WriteRequest& request : pending.parts.requests) {
       Status s;
@@ -129,6 +136,7 @@ class CommitPipeline::GroupBuilder {
         }
         next_lsn_ = first_lsn;
         feed_bytes_ = first_feed_bytes;
+        if (records_) records_->resize(first_record);
         WriteResult failed;
         failed.status = std::move(s);
         failed.failed_index = static_cast<int>(op_index);
@@ -158,6 +166,9 @@ class CommitPipeline::GroupBuilder {
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.
   uint64_t feed_bytes() const { return feed_bytes_; }
+  // The change records of the added requests, in LSN order; null unless
+  // collected.
+  const std::shared_ptr<std::vector<ChangeRecord>>& records() const { return records_; }
 
  private:
   using Value = std::optional<std::string>;  // nullopt: absent
@@ -341,6 +352,10 @@ class CommitPipeline::GroupBuilder {
     feed_bytes_ += 8 + feed_value.size();
     batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
     request_changes_.push_back({c.index, change_op, &pk});
+    if (records_) {
+      records_->push_back(
+          ChangeRecord{lsn, ts_ms_, change_op, c.spec.name, pk, id, std::move(envelope)});
+    }
 
     if (is_delete) {
       batch_.Delete(c.items, key);
@@ -361,6 +376,7 @@ class CommitPipeline::GroupBuilder {
   Lsn next_lsn_;
   const uint64_t ts_ms_;
   uint64_t feed_bytes_ = 0;
+  const std::shared_ptr<std::vector<ChangeRecord>> records_;
   struct RequestChange {
     size_t container;
     ChangeOp op;
@@ -478,6 +494,21 @@ uint64_t CommitPipeline::OnHeadReached(Lsn lsn, std::function<void()> fn) {
 
 void CommitPipeline::CancelHeadWatch(uint64_t token) { head_.Cancel(token); }
 
+uint64_t CommitPipeline::AddCommitListener(CommitListener listener) {
+  std::lock_guard<std::mutex> lock(listeners_mutex_);
+  uint64_t token = next_listener_++;
+  listeners_.emplace(token, std::move(listener));
+  has_listeners_ = true;
+  return token;
+}
+
+void CommitPipeline::RemoveCommitListener(uint64_t token) {
+  // Listeners run under the mutex: once it is taken here, none runs.
+  std::lock_guard<std::mutex> lock(listeners_mutex_);
+  listeners_.erase(token);
+  has_listeners_ = !listeners_.empty();
+}
+
 void CommitPipeline::Run() {
   std::vector<Pending> group;
   for (;;) {
@@ -568,7 +599,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
 
   last_ts_ms_ = std::max(last_ts_ms_, options_.clock->NowMillis());
   const Lsn first = head() + 1;
-  GroupBuilder builder(db_, options_, first, last_ts_ms_);
+  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load());
   size_t committed_requests = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     results[i] = builder.Add(group[i]);
@@ -618,6 +649,11 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     if (last >= first) {
       changes_committed_ += last - first + 1;
       feed_bytes_appended_ += builder.feed_bytes();
+      if (builder.records() && !builder.records()->empty()) {
+        const CommittedChanges records = builder.records();
+        std::lock_guard<std::mutex> lock(listeners_mutex_);
+        for (const auto& [token, listener] : listeners_) listener(records);
+      }
       head_.Advance(last);
     }
   }

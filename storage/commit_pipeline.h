@@ -8,9 +8,10 @@
 //   whole group - items, index entries, change records and the head LSN - as
 //   one RocksDB WriteBatch, synced when StoreOptions::sync is set. A request
 //   that fails is rolled back to a WriteBatch save point and takes no LSN.
-//   Only after the write returns does the head LSN advance, head watchers
-//   fire and callbacks run: acknowledged means durable, and readers of the
-//   feed up to the head never see a gap.
+//   Only after the write returns are the group's change records handed to
+//   the commit listeners, does the head LSN advance, head watchers fire and
+//   callbacks run: acknowledged means durable, and readers of the feed up to
+//   the head never see a gap.
 //
 //   Writes are refused with `insufficient_storage` before they reach RocksDB
 //   while the SpaceReserve says the disk is below its reserve.
@@ -27,8 +28,9 @@
 //   change of state is logged once.
 //
 // Concurrency
-//   Submit(), head(), OnHeadReached(), CancelHeadWatch() and Stats() are
-//   thread-safe. Callbacks run on the commit thread.
+//   Submit(), head(), OnHeadReached(), CancelHeadWatch(), the listener
+//   methods and Stats() are thread-safe. Callbacks and listeners run on the
+//   commit thread.
 //
 // Ownership
 //   Borrows the RocksDatabase and the SpaceReserve, which must outlive it.
@@ -47,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/change_record.h"
 #include "storage/churn_flush.h"
 #include "storage/query_cache.h"
 #include "storage/rocks_database.h"
@@ -80,6 +83,10 @@ class CommitPipeline {
   Lsn head() const { return head_.value(); }
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
   void CancelHeadWatch(uint64_t token);
+
+  // See DocumentStore::AddCommitListener().
+  uint64_t AddCommitListener(CommitListener listener);
+  void RemoveCommitListener(uint64_t token);
 
   // OK; `unavailable` while recovering from a failed RocksDB write;
   // `storage_error` once the failure cannot be recovered from without a
@@ -127,6 +134,13 @@ class CommitPipeline {
   std::deque<Pending> queue_;
   bool stopping_ = false;
   std::thread thread_;
+
+  // The commit listeners; the commit thread collects change records only
+  // while there is one.
+  std::mutex listeners_mutex_;
+  std::map<uint64_t, CommitListener> listeners_;  // GUARDED_BY(listeners_mutex_)
+  uint64_t next_listener_ = 1;                    // GUARDED_BY(listeners_mutex_)
+  std::atomic<bool> has_listeners_{false};
 
   ChurnFlush churn_;         // commit thread only, but for flushes()
   LsnWatchers head_;         // the committed head LSN and its watches

@@ -124,6 +124,10 @@ class RocksDocumentStore final : public DocumentStore {
     return pipeline_.OnHeadReached(lsn, std::move(fn));
   }
   void CancelHeadWatch(uint64_t token) override { pipeline_.CancelHeadWatch(token); }
+  uint64_t AddCommitListener(CommitListener listener) override {
+    return pipeline_.AddCommitListener(std::move(listener));
+  }
+  void RemoveCommitListener(uint64_t token) override { pipeline_.RemoveCommitListener(token); }
 
   Status RegisterConsumer(const std::string& name, Lsn acked) override {
     return feed_.RegisterConsumer(name, acked);

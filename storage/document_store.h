@@ -139,6 +139,15 @@ class DocumentStore {
   // destroys the watches that never fired, without running them.
   virtual uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn) = 0;
   virtual void CancelHeadWatch(uint64_t token) = 0;
+  // Hands `listener` the change records of every group committed from now
+  // on, in commit order, on the commit thread: after they are durable and
+  // before HeadLsn() covers them, so a listener that finds HeadLsn() beyond
+  // what it was handed reads the rest with ReadFeed(). Records are built
+  // for listeners only while one is registered. Returns a token for
+  // RemoveCommitListener(); once that returns, the listener is not called
+  // again.
+  virtual uint64_t AddCommitListener(CommitListener listener) = 0;
+  virtual void RemoveCommitListener(uint64_t token) = 0;
 
   // ---- Retention low-watermarks ----
   // A registered consumer keeps every change with LSN > its acked LSN from

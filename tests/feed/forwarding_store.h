@@ -47,6 +47,10 @@ class ForwardingStore : public DocumentStore {
     return inner_->OnHeadReached(lsn, std::move(fn));
   }
   void CancelHeadWatch(uint64_t token) override { inner_->CancelHeadWatch(token); }
+  uint64_t AddCommitListener(CommitListener listener) override {
+    return inner_->AddCommitListener(std::move(listener));
+  }
+  void RemoveCommitListener(uint64_t token) override { inner_->RemoveCommitListener(token); }
   Status RegisterConsumer(const std::string& name, Lsn acked) override {
     return inner_->RegisterConsumer(name, acked);
   }

@@ -15,8 +15,9 @@ threads at once. Once every processor has applied the head of the change feed
     likes with current usernames, Q6 exactly the top 100 of `feed`; no stray,
     missing or duplicate copy anywhere.
 
-Variants: Kafka source (embedded broker, the default) and the local durable
-feed; SIGKILL 3-4 times during the writes (storage.sync=true) with restarts on
+Variants: the default views and the same views declared in the configuration
+(in the daemon, processors take changes in-process from the commit path and
+the durable feed); SIGKILL 3-4 times during the writes (storage.sync=true) with restarts on
 the same data directory, unanswered writes sent again (a create or batch that
 had been applied answers 409: counted once); every view rebuilt while writes
 go on; processors disabled for a first batch of writes, then enabled (the
@@ -55,7 +56,7 @@ SEED = int(os.environ.get("FEEDD_PROC_SEED") or random.SystemRandom().randrange(
 SCALE = float(os.environ.get("FEEDD_PROC_SCALE") or "1")
 
 # ProcessorManager::DefaultSettings() (processors/processor_manager.cc).
-# Declaring any processor.* key replaces the defaults, so the local-source
+# Declaring any processor.* key replaces the defaults, so the declared-views
 # variant declares all of them.
 DEFAULT_SETTINGS = {
     "usernames.kind": "field_copy",
@@ -83,7 +84,7 @@ DEFAULT_SETTINGS = {
 }
 
 
-def local_source_args():
+def declared_views_args():
     args = ["--processor.%s=%s" % (k, v) for k, v in sorted(DEFAULT_SETTINGS.items())]
     args += ["--processor.%s.source=local" % name for name in PROCESSORS]
     return args
@@ -864,15 +865,16 @@ class ProcessorsTest(FeeddTestCase):
         client = self.daemon.client()
         head, procs, waited = wait_views_quiescent(self, client, source=source)
         log("%s: quiescent at LSN %d after %.1f s; %s" % (
-            what, head, waited, ", ".join("%s applied=%d viewWrites=%d errors=%d fromDurableFeed=%d"
+            what, head, waited, ", ".join("%s applied=%d viewWrites=%d errors=%d fromCommitPath=%d "
+                                          "fromDurableFeed=%d"
                                           % (n, p["applied"], p["viewWrites"], p["errors"],
-                                             p["fromDurableFeed"])
+                                             p["fromCommitPath"], p["fromDurableFeed"])
                                           for n, p in sorted(procs.items()))))
         verify_all(self, self.daemon, client, what)
         posts = check_views(self, client, plan.model, what)
         return client, posts
 
-    # ---- 1 / 4: the blog, Kafka source (default) and local source
+    # ---- 1 / 4: the blog, on the default views and on declared ones
 
     def blog(self, extra_args, source):
         plan = BlogPlan(self.rng)
@@ -884,14 +886,14 @@ class ProcessorsTest(FeeddTestCase):
         self.read_your_writes(client, plan)
         return plan, client
 
-    def test_blog_kafka_source(self):
-        plan, client = self.blog([], "kafka")
+    def test_blog_default_views(self):
+        plan, client = self.blog([], "local")
         self.verify_detects_a_wrong_view(client)
         self.rebuild_during_writes(plan, client)
-        self.quiesce_and_check(plan, "after the rebuilds", source="kafka")
+        self.quiesce_and_check(plan, "after the rebuilds", source="local")
 
-    def test_blog_local_source(self):
-        plan, _ = self.blog(local_source_args(), "local")
+    def test_blog_declared_views(self):
+        plan, _ = self.blog(declared_views_args(), "local")
         self.quiesce_and_check(plan, "after read-your-writes", source="local")
 
     # ---- read-your-writes
@@ -1112,11 +1114,8 @@ class ProcessorsTest(FeeddTestCase):
         twice = [k for k, c in creates.items() if c > 1]
         self.assertEqual(twice, [], "posts items created more than once in the change feed")
 
-    def test_blog_crash_kafka_source(self):
-        self.crash_blog([], "kafka", kills=4)
-
-    def test_blog_crash_local_source(self):
-        self.crash_blog(local_source_args(), "local", kills=3)
+    def test_blog_crash(self):
+        self.crash_blog([], "local", kills=4)
 
     # ---- 3: processors enabled on existing data
 
@@ -1145,7 +1144,7 @@ class ProcessorsTest(FeeddTestCase):
         self.daemon.start()
         writers = Writers(DaemonControl(self.daemon))
         self.write_blog(plan, writers, 0.6, 1.0, with_users=False)
-        self.quiesce_and_check(plan, "processors enabled on existing data", source="kafka")
+        self.quiesce_and_check(plan, "processors enabled on existing data", source="local")
 
     # ---- a parked change stays contained to its key
 
@@ -1170,7 +1169,7 @@ class ProcessorsTest(FeeddTestCase):
             self.assertEqual(status, 200, body)
             return body["parked"]
 
-        base = local_source_args() + ["--kafka.brokers=none",
+        base = declared_views_args() + ["--kafka.brokers=none",
                                       "--processor.usernames.max_attempts=1",
                                       "--processor.usernames.retry_backoff_ms=1"]
         self.start(base + ["--storage.max_item_bytes=1024"])
@@ -1257,7 +1256,7 @@ class DerivedItemsTest(FeeddTestCase):
     parked and counted), and clients cannot write derived items."""
 
     def setUp(self):
-        self.daemon = FeeddDaemon(extra_args=local_source_args(), name="feedd")
+        self.daemon = FeeddDaemon(extra_args=declared_views_args(), name="feedd")
         self.daemon.start()
         self.c = self.daemon.client()
 
@@ -1412,6 +1411,67 @@ class DerivedItemsTest(FeeddTestCase):
         self.assertStatus(r, 200, "a processor's patch of a copy")
         # And an explicit admin override.
         self.assertStatus(self.c.delete("users", "u1", "p1", headers=OVERRIDE), 204, "override")
+
+
+
+class InProcessViewsTest(FeeddTestCase):
+    """In the daemon, processors take their changes in-process, whatever is
+    published to Kafka: with either envelope, and after a rebuild, no change
+    is read back from the durable feed, and a read that waits for a view
+    (X-Feedd-Min-Lsn, at most 1 s) is answered - while Kafka consumers still
+    get every change."""
+
+    def check(self, envelope):
+        daemon = FeeddDaemon(extra_args=["--kafka.envelope=" + envelope],
+                             name="feedd-" + envelope)
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        for u in ("u1", "u2"):
+            self.assertStatus(c.create("users", {"id": u, "userId": u, "type": "user",
+                                                 "username": "name-" + u}), 201, u)
+
+        def post(p, user, date):
+            body = {"id": p, "postId": p, "type": "post", "userId": user, "title": "t",
+                    "content": "c", "creationDate": date, "commentCount": 0, "likeCount": 0}
+            resp = c.create("posts", body)
+            self.assertStatus(resp, 201, "post " + p)
+            return self.assertLsnHeader(resp, "post " + p)
+
+        for i in range(20):
+            post("p%d" % i, "u%d" % (1 + i % 2), "2026-01-01T00:00:%02dZ" % i)
+        for name in ("usernames", "feed"):
+            status, _, body = c.request("POST", "/v1/processors/%s/rebuild" % name)
+            self.assertEqual(status, 200, "rebuild %s: %r" % (name, body))
+
+        resp = c.patch("users", "u1", "u1", [{"op": "set", "path": "/username", "value": "ann"}])
+        self.assertStatus(resp, 200, "rename")
+        wait = {"X-Feedd-Min-Lsn": str(self.assertLsnHeader(resp, "rename")),
+                "X-Feedd-Wait-Ms": "1000"}
+        status, _, body = c.read("posts", "p0", "p0", headers=wait)
+        self.assertEqual((status, body.get("userUsername")), (200, "ann"), body)
+        wait["X-Feedd-Min-Lsn"] = str(post("newest", "u2", "2027-01-01T00:00:00Z"))
+        status, _, body = c.request("POST", query_path("feed"), {
+            "partitionKey": "post", "orderBy": "creationDate", "descending": True,
+            "limit": 1}, wait)
+        self.assertEqual(status, 200, body)
+        self.assertEqual([it["id"] for it in body["items"]], ["newest"], body)
+
+        for name, p in processors_status(c).items():
+            self.assertEqual(p["source"], "local", p)
+            self.assertEqual(p["fromDurableFeed"], 0, "%s (%s envelope): %r" % (name, envelope, p))
+            self.assertGreater(p["fromCommitPath"], 0, p)
+        head = c.head_lsn()
+        deadline = time.monotonic() + 30
+        while c.feed_info()["kafka"]["delivered"] < head:
+            self.assertLess(time.monotonic(), deadline, c.feed_info())
+            time.sleep(0.05)
+
+    def test_native_envelope(self):
+        self.check("native")
+
+    def test_debezium_envelope(self):
+        self.check("debezium")
 
 
 if __name__ == "__main__":

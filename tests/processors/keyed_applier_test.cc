@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -105,9 +106,9 @@ struct Recorder {
 };
 
 std::unique_ptr<KeyedApplier> MakeApplier(const ProcessorKind* kind, Recorder* r, bool batches,
-                                          int max_attempts = 2) {
+                                          int max_attempts = 2, size_t threads = 1) {
   KeyedApplier::Options options{
-      "test", 1, max_attempts, 1ms, {}, {}, [r](const Change& c, const std::string& error) {
+      "test", threads, max_attempts, 1ms, {}, {}, [r](const Change& c, const std::string& error) {
         r->Parked(c, error);
       }};
   KeyedApplier::ApplyBatchFn batch;
@@ -167,6 +168,50 @@ TEST(KeyedApplierBatchTest, ABatchTakesTheQueuedChangesOfEveryKeyInOrder) {
   std::lock_guard<std::mutex> lock(r.mutex);
   EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4, 5, 6}}));
   EXPECT_EQ(r.done, Range(1, 6));
+}
+
+// Dispatching several changes at once queues them as one by one would.
+TEST(KeyedApplierBatchTest, ChangesDispatchedTogetherQueueAsIfOneByOne) {
+  OneKeyKind kind(8);
+  Recorder r;
+  auto applier = MakeApplier(&kind, &r, true);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "a"));
+  r.WaitFirstEntered();
+  applier->Dispatch(
+      std::vector<Change>{MakeChange(2, "a"), MakeChange(3, "b"), MakeChange(4, "a")});
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(4));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4}}));
+  EXPECT_EQ(r.done, Range(1, 4));
+}
+
+// Across threads, each key's changes stay in order.
+TEST(KeyedApplierBatchTest, ChangesDispatchedTogetherKeepTheOrderOfEachKeyAcrossThreads) {
+  OneKeyKind kind(4);
+  Recorder r;
+  r.hold_first = false;
+  auto applier = MakeApplier(&kind, &r, true, 2, /*threads=*/3);
+  applier->Start();
+  std::vector<Change> changes;
+  std::map<Lsn, std::string> key_of;
+  for (Lsn l = 1; l <= 200; ++l) {
+    std::string key = "k" + std::to_string(l % 7);
+    key_of[l] = key;
+    changes.push_back(MakeChange(l, key));
+  }
+  applier->Dispatch(std::move(changes));
+  ASSERT_TRUE(r.WaitDone(200));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::map<std::string, std::vector<Lsn>> by_key;
+  for (Lsn l : r.done) by_key[key_of[l]].push_back(l);
+  ASSERT_EQ(by_key.size(), 7u);
+  std::map<std::string, std::vector<Lsn>> dispatched;
+  for (const auto& [lsn, key] : key_of) dispatched[key].push_back(lsn);
+  EXPECT_EQ(by_key, dispatched);  // each key's changes, all of them, in LSN order
 }
 
 TEST(KeyedApplierBatchTest, ChangesOfAParkedKeyJoinItAndTheOthersOfTheBatchApply) {

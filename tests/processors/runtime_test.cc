@@ -20,7 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "fake_change_source.h"
 #include "fake_view_context.h"
+#include "processors/commit_change_source.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
@@ -296,14 +298,14 @@ class RuntimeTest : public ::testing::Test {
     instances_.clear();
   }
 
-  // A started instance with the local feed as source.
+  // A started instance fed in-process (the daemon's CommitChangeSource).
+  // `source`: null for the daemon's.
   ProcessorInstance* Start(const std::string& name, const std::string& kind,
                            const ProcessorSettings& settings, size_t parallelism = 2,
-                           int max_attempts = 3) {
+                           int max_attempts = 3, std::unique_ptr<ChangeSource> source = nullptr) {
     ProcessorConfig config;
     config.name = name;
     config.kind = kind;
-    config.source = ProcessorSource::kLocal;
     config.parallelism = parallelism;
     config.max_attempts = max_attempts;
     config.retry_backoff = 1ms;
@@ -312,18 +314,33 @@ class RuntimeTest : public ::testing::Test {
     auto made = ProcessorRegistry::Create(kind, config.settings, store_->containers());
     EXPECT_TRUE(made.ok()) << made.status().ToString();
     if (!made.ok()) return nullptr;
+    if (!source) {
+      source = std::make_unique<CommitChangeSource>(
+          store_.get(), CommitChangeSource::Options{ProcessorInstance::ConsumerName(name)});
+    }
     instances_.push_back(std::make_unique<ProcessorInstance>(store_.get(), std::move(config),
-                                                             std::move(*made), std::nullopt));
+                                                             std::move(*made), std::move(source)));
     Status s = instances_.back()->Start();
     EXPECT_TRUE(IsOk(s)) << "starting " << name;
     return s.ok() ? instances_.back().get() : nullptr;
   }
 
   ProcessorInstance* StartMirror(const std::string& tag, size_t parallelism = 2,
-                                 int max_attempts = 3) {
+                                 int max_attempts = 3,
+                                 std::unique_ptr<ChangeSource> source = nullptr) {
     ProcessorSettings s;
     s.values = {{"source_container", "posts"}, {"target_container", "mirror"}, {"tag", tag}};
-    return Start("mirror", "test_mirror", s, parallelism, max_attempts);
+    return Start("mirror", "test_mirror", s, parallelism, max_attempts, std::move(source));
+  }
+
+  // The store's feed from `from` on.
+  std::vector<ChangeRecord> FeedFrom(Lsn from) {
+    FeedPage page;
+    FeedReadSpec spec;
+    spec.from = from;
+    spec.limit = 100000;
+    EXPECT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
+    return page.records;
   }
 
   ProcessorInstance* StartScenario(const std::string& name,
@@ -474,6 +491,10 @@ TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   EXPECT_EQ(status.parked, 0u);
   EXPECT_EQ(status.errors, 0u);
   EXPECT_EQ(status.state, "running");
+  // Started before the writes: every change came in-process, none from the
+  // durable feed.
+  EXPECT_EQ(status.from_commit_path, store_->HeadLsn());
+  EXPECT_EQ(status.from_durable_feed, 0u);
   ExpectMirrorMatchesSources();
   EXPECT_FALSE(Get("mirror", "k1", "n1"));
   EXPECT_TRUE(Get("mirror", "k1", "n2"));
@@ -489,6 +510,138 @@ TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   for (const auto& [key, lsns] : by_key) {
     EXPECT_TRUE(std::is_sorted(lsns.begin(), lsns.end())) << "key " << key << " out of order";
   }
+}
+
+// Nothing committed after Pause() returns is taken until Resume(); then
+// the instance goes on from where it stopped.
+TEST_F(RuntimeTest, APausedInstanceTakesNoChangeUntilResumed) {
+  ProcessorInstance* mirror = StartMirror("one");
+  ASSERT_NE(mirror, nullptr);
+  const Lsn first = Upsert("posts", Note("k1", "n1", "a"));
+  ASSERT_TRUE(WaitApplied(*mirror, first));
+  mirror->Pause();
+  const Lsn second = Upsert("posts", Note("k1", "n2", "b"));
+  EXPECT_EQ(mirror->GetStatus().state, "paused");
+  auto verified = mirror->Verify(50ms);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_EQ(verified.status().code(), ErrorCode::kLsnWaitTimeout);
+  EXPECT_LT(mirror->applied(), second);
+  EXPECT_FALSE(Get("mirror", "k1", "n2"));
+  mirror->Resume();
+  ASSERT_TRUE(WaitApplied(*mirror, second));
+  EXPECT_TRUE(Get("mirror", "k1", "n2"));
+  EXPECT_EQ(mirror->GetStatus().state, "running");
+}
+
+// In the daemon changes come in-process, in a worker from Kafka: `source`
+// may only agree (an in-daemon `source = kafka`, and `kafka_grace_ms`, are
+// accepted and ignored, so older configurations still start).
+TEST(ProcessorSettingsTest, WhereChangesComeFromFollowsWhereTheInstanceRuns) {
+  auto with = [](std::map<std::string, std::string> extra) {
+    std::map<std::string, std::string> settings;
+    for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+      if (key.rfind("user_posts.", 0) == 0) settings[key] = value;
+    }
+    for (const auto& [key, value] : extra) settings["user_posts." + key] = value;
+    return settings;
+  };
+  const auto containers = DefaultContainers();
+  auto validate = [&](std::map<std::string, std::string> extra, bool kafka = true) {
+    return ProcessorManager::Validate(with(std::move(extra)), containers, kafka);
+  };
+  EXPECT_TRUE(IsOk(validate({})));
+  EXPECT_TRUE(IsOk(validate({}, /*kafka=*/false)));
+  EXPECT_TRUE(IsOk(validate({{"source", "local"}})));
+  EXPECT_TRUE(IsOk(validate({{"source", "kafka"}})));
+  EXPECT_TRUE(IsOk(validate({{"kafka_grace_ms", "2000"}})));
+  EXPECT_TRUE(IsOk(validate({{"run", "worker"}})));
+  EXPECT_TRUE(IsOk(validate({{"run", "worker"}, {"source", "kafka"}})));
+
+  Status s = validate({{"run", "worker"}, {"source", "local"}});
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(s.message().find("reads Kafka"), std::string::npos) << s.message();
+  s = validate({{"run", "worker"}}, /*kafka=*/false);
+  EXPECT_NE(s.message().find("kafka.brokers = none"), std::string::npos) << s.message();
+  s = validate({{"source", "commit"}});
+  EXPECT_NE(s.message().find("must be local or kafka"), std::string::npos) << s.message();
+}
+
+// ---- what an instance does with its source (FakeChangeSource)
+
+// Changes come from the source only, in its order; those of containers the
+// kind does not read count as applied; W is acknowledged to the source, and
+// made durable when the instance stops.
+TEST_F(RuntimeTest, AnInstanceAppliesWhatItsSourceHandsItAndAcknowledgesW) {
+  Upsert("posts", Note("k1", "n1", "a"));                              // LSN 1
+  Upsert("users", User("u1", "alice"));                                // LSN 2: not the mirror's
+  Upsert("posts", Note("k1", "n2", "b"));                              // LSN 3
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.mirror", 0)));  // no rebuild
+  std::vector<ChangeRecord> written = FeedFrom(1);
+  ASSERT_EQ(written.size(), 3u);
+
+  auto feed = std::make_shared<FakeChangeSource::Feed>();
+  feed->Append(written[0]);
+  feed->Append(written[1]);
+  ProcessorInstance* mirror = StartMirror("one", 2, 3, std::make_unique<FakeChangeSource>(feed));
+  ASSERT_NE(mirror, nullptr);
+  EXPECT_EQ(feed->seeks, std::vector<Lsn>{1});  // from the recorded W + 1
+  ASSERT_TRUE(WaitApplied(*mirror, 2));
+  EXPECT_TRUE(Get("mirror", "k1", "n1"));
+  EXPECT_FALSE(Get("mirror", "k1", "n2"));  // in the store, not yet handed over
+  EXPECT_EQ(mirror->applied(), 2u);
+
+  feed->Append(written[2]);
+  ASSERT_TRUE(WaitApplied(*mirror, 3));
+  EXPECT_TRUE(Get("mirror", "k1", "n2"));
+  {
+    std::lock_guard<std::mutex> lock(Log().mutex);
+    ASSERT_EQ(Log().applied.size(), 2u);  // not LSN 2
+    EXPECT_EQ(Log().applied[0].lsn, 1u);
+    EXPECT_EQ(Log().applied[1].lsn, 3u);
+  }
+  StopAll();
+  EXPECT_EQ(feed->acknowledged, 3u);
+  EXPECT_EQ(feed->synced, 3u);
+}
+
+// A record whose envelope cannot be read is parked, not skipped: W moves
+// past it (it is kept in the store), and it is listed as parked.
+TEST_F(RuntimeTest, ARecordTheInstanceCannotReadIsParkedNotSkipped) {
+  Upsert("posts", Note("k1", "n1", "a"));  // LSN 1
+  Upsert("posts", Note("k2", "n2", "b"));  // LSN 2
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.mirror", 0)));
+  std::vector<ChangeRecord> written = FeedFrom(1);
+  ASSERT_EQ(written.size(), 2u);
+  written[0].envelope_json = "{\"lsn\":1,";  // cut short
+
+  auto feed = std::make_shared<FakeChangeSource::Feed>();
+  for (const ChangeRecord& r : written) feed->Append(r);
+  ProcessorInstance* mirror = StartMirror("one", 2, 3, std::make_unique<FakeChangeSource>(feed));
+  ASSERT_NE(mirror, nullptr);
+  ASSERT_TRUE(WaitApplied(*mirror, 2));
+  EXPECT_FALSE(Get("mirror", "k1", "n1"));
+  EXPECT_TRUE(Get("mirror", "k2", "n2"));
+  std::vector<ParkedChange> parked = mirror->Parked();
+  ASSERT_EQ(parked.size(), 1u);
+  EXPECT_EQ(parked[0].lsn, 1u);
+  EXPECT_EQ(parked[0].id, "n1");
+  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+}
+
+// A rebuild derives the view from the data and positions the source after
+// the head it rebuilt from.
+TEST_F(RuntimeTest, ARebuildSeeksTheSourcePastTheHeadItRebuiltFrom) {
+  Upsert("posts", Note("k1", "n1", "a"));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.mirror", 0)));
+  auto feed = std::make_shared<FakeChangeSource::Feed>();
+  ProcessorInstance* mirror = StartMirror("one", 2, 3, std::make_unique<FakeChangeSource>(feed));
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("k1", "n2", "b"));
+  ASSERT_TRUE(IsOk(mirror->Rebuild()));
+  EXPECT_EQ(feed->seeks, (std::vector<Lsn>{1, 3}));
+  EXPECT_EQ(mirror->applied(), 2u);
+  EXPECT_TRUE(Get("mirror", "k1", "n1"));
+  EXPECT_TRUE(Get("mirror", "k1", "n2"));
 }
 
 TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey) {
@@ -873,7 +1026,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
   for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
     if (key.rfind("usernames.", 0) != 0) settings[key] = value;
   }
-  auto manager = ProcessorManager::Create(store_.get(), settings, std::nullopt, 2);
+  auto manager = ProcessorManager::Create(store_.get(), settings, false, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_EQ((*manager)->instances().size(), 2u);
   ASSERT_TRUE(IsOk((*manager)->Start()));
@@ -886,7 +1039,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
 
 TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
   auto manager =
-      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), std::nullopt, 2);
+      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_EQ((*manager)->instances().size(), 3u);
   ASSERT_TRUE(IsOk((*manager)->Start()));

@@ -1,0 +1,218 @@
+// CommitChangeSource on a real DocumentStore: the records it hands out are
+// the durable feed's, in order and without gaps, whether they came from the
+// commit path or had to be read back (start-up, overflow).
+#include "processors/commit_change_source.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "storage/document_store.h"
+#include "storage/prepared_item.h"
+
+namespace feedd {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CommitChangeSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/feedd-ccs-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    StoreOptions options;
+    options.data_dir = dir_;
+    options.sync = false;
+    options.containers = DefaultContainers();
+    auto store = DocumentStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+  }
+
+  void TearDown() override {
+    if (store_) store_->Close();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  WriteRequest PostRequest(const std::string& id, const std::string& user) {
+    boost::json::object post{{"id", id}, {"type", "post"}, {"postId", id}, {"userId", user}};
+    auto prepared =
+        PrepareItem(*store_->FindContainer("posts"), post, std::nullopt, std::nullopt, 1 << 20);
+    EXPECT_TRUE(prepared.ok());
+    WriteOp op;
+    op.kind = WriteOpKind::kCreate;
+    std::string pk = prepared->partition_key;
+    op.item = std::move(*prepared);
+    return WriteRequest{"posts", pk, {op}};
+  }
+
+  Lsn Post(const std::string& id) {
+    WriteResult r = store_->Write(PostRequest(id, "u1"));
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    return r.last_lsn;
+  }
+
+  // Everything `source` hands out up to the head.
+  std::vector<ChangeRecord> Drain(ChangeSource& source, size_t max = 1000) {
+    std::vector<ChangeRecord> all, batch;
+    while (all.empty() || all.back().lsn < store_->HeadLsn()) {
+      EXPECT_TRUE(source.NextBatch(max, 5s, &batch).ok());
+      if (batch.empty()) break;
+      all.insert(all.end(), batch.begin(), batch.end());
+    }
+    return all;
+  }
+
+  std::vector<ChangeRecord> Feed(Lsn from) {
+    FeedPage page;
+    FeedReadSpec spec;
+    spec.from = from;
+    spec.limit = 100000;
+    spec.max_scanned = 100000;
+    EXPECT_TRUE(store_->ReadFeed(spec, &page).ok());
+    return page.records;
+  }
+
+  static void ExpectSame(const std::vector<ChangeRecord>& got,
+                         const std::vector<ChangeRecord>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].lsn, want[i].lsn);
+      EXPECT_EQ(got[i].ts_ms, want[i].ts_ms);
+      EXPECT_EQ(got[i].op, want[i].op);
+      EXPECT_EQ(got[i].container, want[i].container);
+      EXPECT_EQ(got[i].partition_key, want[i].partition_key);
+      EXPECT_EQ(got[i].id, want[i].id);
+      EXPECT_EQ(got[i].envelope_json, want[i].envelope_json) << "LSN " << got[i].lsn;
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<DocumentStore> store_;
+};
+
+TEST_F(CommitChangeSourceTest, HandsOverCommittedRecordsInProcessAsTheFeedHasThem) {
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  for (int i = 0; i < 50; ++i) Post("p" + std::to_string(i));
+  std::vector<ChangeRecord> got = Drain(source, 7);
+  ExpectSame(got, Feed(1));
+  EXPECT_EQ(source.counts().in_process, 50u);
+  EXPECT_EQ(source.counts().from_feed, 0u);
+}
+
+// Requests of one group that fail are rolled back: their records are not
+// handed over, and the LSNs stay contiguous.
+TEST_F(CommitChangeSourceTest, RecordsOfRolledBackRequestsAreNotHandedOver) {
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  Post("dup");
+  std::vector<std::future<WriteResult>> results;
+  for (int i = 0; i < 40; ++i) {
+    auto done = std::make_shared<std::promise<WriteResult>>();
+    results.push_back(done->get_future());
+    // Every other request creates "dup" again, which exists: it fails.
+    store_->Submit(PostRequest(i % 2 ? "dup" : "q" + std::to_string(i), "u1"),
+                   [done](WriteResult r) { done->set_value(std::move(r)); });
+  }
+  size_t failed = 0;
+  for (auto& r : results) failed += r.get().status.ok() ? 0 : 1;
+  EXPECT_EQ(failed, 20u);
+  ExpectSame(Drain(source), Feed(1));
+  EXPECT_EQ(store_->HeadLsn(), 21u);
+}
+
+// Started behind the head (a restart, a rebuild): the missing part comes
+// from the durable feed, then the commit path takes over.
+TEST_F(CommitChangeSourceTest, ReadsWhatItWasNotHandedFromTheDurableFeed) {
+  for (int i = 0; i < 30; ++i) Post("old" + std::to_string(i));
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(11);
+  std::vector<ChangeRecord> got = Drain(source, 8);
+  EXPECT_EQ(source.counts().from_feed, 20u);
+  for (int i = 0; i < 5; ++i) Post("new" + std::to_string(i));
+  std::vector<ChangeRecord> more = Drain(source);
+  got.insert(got.end(), more.begin(), more.end());
+  ExpectSame(got, Feed(11));
+  EXPECT_EQ(source.counts().in_process, 5u);
+}
+
+// A reader that falls behind a full queue misses groups there, and reads
+// them from the feed: memory stays bounded and nothing is skipped.
+TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
+  CommitChangeSource source(store_.get(), {"processor.test", /*max_queued_bytes=*/2000});
+  source.Seek(1);
+  for (int i = 0; i < 60; ++i) Post("p" + std::to_string(i));
+  EXPECT_GT(source.groups_overflowed(), 0u);
+  ExpectSame(Drain(source, 5), Feed(1));
+  EXPECT_GT(source.counts().from_feed, 0u);
+  EXPECT_GT(source.counts().in_process, 0u);
+  // Once caught up, the commit path serves again.
+  const uint64_t before = source.counts().in_process;
+  Post("after");
+  std::vector<ChangeRecord> batch;
+  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].id, "after");
+  EXPECT_EQ(source.counts().in_process, before + 1);
+}
+
+TEST_F(CommitChangeSourceTest, WaitsForACommitAndReturnsEmptyWhenNoneComes) {
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  std::vector<ChangeRecord> batch;
+  ASSERT_TRUE(source.NextBatch(10, 20ms, &batch).ok());
+  EXPECT_TRUE(batch.empty());
+  // A commit wakes a waiting reader (the wait is far longer than the test).
+  std::future<std::vector<ChangeRecord>> waiting = std::async(std::launch::async, [&] {
+    std::vector<ChangeRecord> got;
+    EXPECT_TRUE(source.NextBatch(10, 600s, &got).ok());
+    return got;
+  });
+  Post("p1");
+  std::vector<ChangeRecord> got = waiting.get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, "p1");
+}
+
+TEST_F(CommitChangeSourceTest, InterruptEndsAWaitUntilTheNextSeek) {
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  std::future<size_t> waiting = std::async(std::launch::async, [&] {
+    std::vector<ChangeRecord> got;
+    EXPECT_TRUE(source.NextBatch(10, 600s, &got).ok());
+    return got.size();
+  });
+  source.Interrupt();
+  EXPECT_EQ(waiting.get(), 0u);
+  Post("p1");
+  std::vector<ChangeRecord> batch;
+  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
+  EXPECT_TRUE(batch.empty());  // still interrupted
+  source.Seek(1);
+  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
+  EXPECT_EQ(batch.size(), 1u);
+}
+
+TEST_F(CommitChangeSourceTest, SyncRecordsTheAcknowledgedPositionAsTheConsumersWatermark) {
+  ASSERT_TRUE(store_->RegisterConsumer("processor.test", 0).ok());
+  for (int i = 0; i < 3; ++i) Post("p" + std::to_string(i));
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  ASSERT_TRUE(source.Acknowledge(2).ok());
+  ASSERT_TRUE(source.Sync().ok());
+  Lsn acked = 0;
+  for (const auto& c : store_->Consumers()) {
+    if (c.name == "processor.test") acked = c.acked;
+  }
+  EXPECT_EQ(acked, 2u);
+}
+
+}  // namespace
+}  // namespace feedd
