@@ -55,6 +55,8 @@ class FieldCopy : public ProcessorKind {
       if (change.container != target_container) return Status::Ok();  // deleted: keep copies
     }
     if (change.container == target_container && change.op != ChangeOp::kDelete) {
+      // The version this change wrote: a later version has its own change.
+      if (change.after) return FixTarget(*change.after, ctx);
       auto target = ctx.Read(change.container, change.partition_key, change.id);
       if (!target.ok()) return target.status();
       if (*target) return FixTarget(**target, ctx);
@@ -129,8 +131,17 @@ class FieldCopy : public ProcessorKind {
   }
 
   // The value of the source item with `key`, nullopt when there is none.
+  // When several source items have that key, the one whose id is the key
+  // wins (a point read, the common case: users/u1/u1), else the first by id.
   Result<std::optional<boost::json::value>> LookupValue(const std::string& key,
                                                         ViewContext& ctx) const {
+    if (source_partitioned_by_key) {
+      auto item = ctx.Read(source_container, key, key);
+      if (!item.ok()) return item.status();
+      if (*item && IsSource(*item) && views::StringAt(**item, key_field) == key) {
+        return std::optional<boost::json::value>(ValueOf(**item));
+      }
+    }
     QuerySpec spec;
     if (source_partitioned_by_key) spec.partition_key = key;
     spec.filters = source_filter;

@@ -37,6 +37,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
   size_t MaxBatch() const override { return 32; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
+    if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
     std::optional<std::string> copy_pk;
@@ -56,7 +57,8 @@ class Projection : public ProcessorKind, public views::CopySettings {
       }
     }
     if (!copy_pk) {
-      if (!change.before && !change.after && !*source) {
+      // No longer a member, and no before-image says where its copy was.
+      if (!change.before && change.op != ChangeOp::kCreate) {
         return RemoveEverywhere(change.id, change.partition_key, ctx);
       }
       return Status::Ok();

@@ -52,14 +52,15 @@ class TopN : public ProcessorKind, public views::CopySettings {
   size_t MaxBatch() const override { return 64; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
+    if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
     bool competes = *source && views::Matches(**source, filter);
     std::optional<std::string> view_pk;
     if (competes) view_pk = views::StringAt(**source, target_pk);
     if (!view_pk) view_pk = ViewPartitionFromImages(change);
-    if (!view_pk && !change.before && !change.after && !*source) {
-      // Deleted, and no image says where its copy was (before-images off).
+    if (!view_pk && !change.before && change.op != ChangeOp::kCreate) {
+      // No longer a member, and no before-image says where its copy was.
       auto found = FindMemberPartition(change, ctx);
       if (!found.ok()) return found.status();
       view_pk = *found;

@@ -38,6 +38,16 @@ bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& fi
   return true;
 }
 
+bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters) {
+  const bool needs_before = change.op != ChangeOp::kCreate;
+  const bool needs_after = change.op != ChangeOp::kDelete;
+  if ((needs_before && !change.before) || (needs_after && !change.after)) return false;
+  for (const auto& image : {change.before, change.after}) {
+    if (image && Matches(*image, filters)) return false;
+  }
+  return true;
+}
+
 Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,
                                    const std::string& fallback) {
   std::string text = settings.Optional(key, fallback);

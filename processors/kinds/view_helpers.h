@@ -23,6 +23,12 @@ inline constexpr const char* kSourceLsnField = "_sourceLsn";
 Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
                                              const std::string& key);
 bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& filters);
+// True when the change's images show its item outside `filters` both before
+// and after it, so no view of the matching items can have changed with it
+// (a later change that makes the item match is applied in its turn). False
+// when an image its op carries is missing (before-images off, an envelope
+// without them): the kind then has to read the current state.
+bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters);
 
 // A JSON Pointer setting, e.g. key_field = /userId.
 Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,

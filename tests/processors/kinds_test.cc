@@ -347,6 +347,27 @@ class UsernamesTest : public ::testing::Test {
   std::unique_ptr<ProcessorKind> kind_;
 };
 
+// A new comment is judged by its after-image, and its author's name found
+// by one point read of users/u/u (not a scan of the user's partition).
+TEST_F(UsernamesTest, ATargetChangeCostsOnePointReadOfItsSource) {
+  Seed();
+  const size_t before = ctx_.reads();
+  Apply(ctx_.Put("posts", Comment("c9", "p1", "u1", "alice")));
+  EXPECT_EQ(ctx_.reads() - before, 1u);
+  EXPECT_EQ(ctx_.staged(), 0u);
+  Apply(ctx_.Put("posts", Comment("c10", "p1", "u2", "wrong")));
+  EXPECT_EQ(UsernameOf("p1", "c10"), "bob");
+}
+
+// A source item whose id is not its key is still found (by the query).
+TEST_F(UsernamesTest, ASourceWhoseIdIsNotItsKeyIsFoundByQuery) {
+  Seed();
+  ctx_.Put("users",
+           object{{"id", "profile"}, {"userId", "u3"}, {"type", "user"}, {"username", "carol"}});
+  Apply(ctx_.Put("posts", Comment("c9", "p1", "u3", "")));
+  EXPECT_EQ(UsernameOf("p1", "c9"), "carol");
+}
+
 TEST_F(UsernamesTest, ARenameFansOutToThatUsersPostsCommentsAndLikesOnly) {
   Seed();
   std::map<std::string, object> before;
@@ -571,6 +592,25 @@ class UserPostsTest : public ::testing::Test {
   FakeViewContext ctx_;
   std::unique_ptr<ProcessorKind> kind_;
 };
+
+// A comment or like (outside the filter before and after) costs no read;
+// without a before-image the current state is read, so an item that stops
+// being a post still loses its copy.
+TEST_F(UserPostsTest, ChangesOutsideTheFilterReadNothingUnlessAnImageIsMissing) {
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice")));
+  ASSERT_TRUE(CopyOf("u1", "p1"));
+  const size_t before = ctx_.reads();
+  Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob")));
+  Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob2")));
+  EXPECT_EQ(ctx_.reads(), before);
+  object demoted = Post("p1", "u1", "alice");
+  demoted["type"] = "draft";
+  Change change = ctx_.Put("posts", demoted);
+  change.before.reset();  // before-images off
+  Apply(change);
+  EXPECT_GT(ctx_.reads(), before);
+  EXPECT_FALSE(CopyOf("u1", "p1"));
+}
 
 TEST_F(UserPostsTest, CopiesAPostIntoItsAuthorsPartitionWithContentTruncated) {
   const std::string content = MultiByteText(250);
@@ -1015,6 +1055,25 @@ class FeedTest : public ::testing::Test {
   std::unique_ptr<ProcessorKind> kind_;
   size_t cap_ = 0;
 };
+
+// As for user_posts: no read for a comment, the current state read when
+// an image is missing.
+TEST_F(FeedTest, ChangesOutsideTheFilterReadNothingUnlessAnImageIsMissing) {
+  Make(3);
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice")));
+  ASSERT_EQ(FeedIds(), std::vector<std::string>{"p1"});
+  const size_t before = ctx_.reads();
+  Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob")));
+  Apply(ctx_.Remove("posts", "p1", "c1"));
+  EXPECT_EQ(ctx_.reads(), before);
+  object demoted = Post("p1", "u1", "alice");
+  demoted["type"] = "draft";
+  Change change = ctx_.Put("posts", demoted);
+  change.before.reset();
+  Apply(change);
+  EXPECT_GT(ctx_.reads(), before);
+  EXPECT_EQ(FeedIds(), std::vector<std::string>{});
+}
 
 TEST_F(FeedTest, HoldsExactlyTheTopCapByCreationDateWithTiesById) {
   Make(3);
