@@ -208,6 +208,14 @@ std::vector<MetricFamily> StateCollector::Collect() const {
               static_cast<double>(s.parked), l);
       f.Gauge("feedd_processor_rebuilding", "1 while the view is rebuilt",
               s.state == "rebuilding" ? 1 : 0, l);
+      f.Gauge("feedd_processor_paused", "1 while an operator has paused it", s.paused ? 1 : 0, l);
+      const char* help_taken = "Changes taken, by where they came from";
+      f.Counter("feedd_processor_changes_taken_total", help_taken,
+                static_cast<double>(s.from_commit_path),
+                {{"processor", s.name}, {"from", "commit_path"}});
+      f.Counter("feedd_processor_changes_taken_total", help_taken,
+                static_cast<double>(s.from_durable_feed),
+                {{"processor", s.name}, {"from", "durable_feed"}});
       const char* help_applies = "Apply attempts by outcome";
       f.Counter("feedd_processor_applies_total", help_applies, static_cast<double>(s.applied),
                 {{"processor", s.name}, {"outcome", "applied"}});

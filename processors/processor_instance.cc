@@ -135,7 +135,8 @@ class ProcessorInstance::Impl {
     s.parked = applier_->parked();
     s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
-    if (s.state == "running" && paused_) s.state = "paused";
+    s.paused = paused_.load();
+    if (s.state == "running" && s.paused) s.state = "paused";
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();

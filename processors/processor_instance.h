@@ -86,6 +86,7 @@ struct ProcessorStatus {
   // Changes handed over in-process by the commit path / read from the
   // durable feed (start-up, catch-up). A worker reports neither.
   uint64_t from_commit_path = 0;
+  bool paused = false;  // by Pause(), whatever the state
   uint64_t from_durable_feed = 0;
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
   std::string last_error;
