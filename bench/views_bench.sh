@@ -12,13 +12,15 @@
 #
 # Each binary runs durable (storage.sync=true) on the embedded defaults (the
 # embedded broker, the scenario's three processors), on a fresh copy of the
-# data. Per phase it prints wrk's req/s, commit->view p50/p99 per processor
+# data. First one writer alone (driver.py probe: a post, then a read of its
+# copy in `users` / of `feed` with X-Feedd-Min-Lsn, 10 s each), then per
+# phase it prints wrk's req/s, commit->view p50/p99 per processor
 # (the daemon's histogram), the read-your-writes probe on `feed` (a post,
 # then a read of `feed` with X-Feedd-Min-Lsn, timed from the post's answer),
 # the drain after the run, and the daemon's CPU per write; then the medians
 # per binary and the command.
 set -euo pipefail
-[[ $# -eq 5 ]] || { sed -n 2,19p "$0" >&2; exit 2; }
+[[ $# -eq 5 ]] || { sed -n 2,21p "$0" >&2; exit 2; }
 BASE_BIN=$(realpath "$1") NEW_BIN=$(realpath "$2") DATA=$(realpath "$3") KEYS=$(realpath "$4") SF=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -54,6 +56,22 @@ print(json.dumps(row))
 PY
 }
 
+probe() {  # probe SIDE ROUND: read-your-writes of one writer, nothing else running
+  local out="$WORK/$1-$2-probe.json"
+  "$PYTHON" "$HERE/scenario/driver.py" probe --api "$API" --sf "$SF" --seconds 10 --out "$out" \
+    >"$out.txt"
+  "$PYTHON" - "$out" "$1" "$2" <<'PY' | tee -a "$WORK/results.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+row = {"side": sys.argv[2], "round": int(sys.argv[3]), "phase": "one_writer"}
+for view in ("users", "feed"):
+    v = r[view]["view_ms"] or {}
+    row["ryw_%s_p50_ms" % view], row["ryw_%s_p99_ms" % view] = v.get("p50"), v.get("p99")
+    row["ryw_%s_errors" % view] = r[view]["n_errors"]
+print(json.dumps(row))
+PY
+}
+
 run_side() {  # run_side SIDE BIN ROUND
   local side=$1 bin=$2 round=$3 rate conns
   rm -rf "$WORK/data" "$WORK/ready.json" && cp -a "$DATA" "$WORK/data"
@@ -64,6 +82,7 @@ run_side() {  # run_side SIDE BIN ROUND
   API=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$WORK/ready.json")
   METRICS=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics"])' "$WORK/ready.json")
   "$PYTHON" "$HERE/scenario/driver.py" settle --api "$API" --metrics "$METRICS" >/dev/null
+  probe "$side" "$round"
   for rate in $RATES; do
     # Each connection waits 10 ms after an answer (~1.5 ms): rate * 11.5 ms.
     conns=$(( (rate * 115 / 10000 + 1) / 2 * 2 ))
@@ -82,7 +101,6 @@ done
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 phases = list(dict.fromkeys(r["phase"] for r in rows))
-keys = [k for k in rows[0] if k not in ("side", "round", "phase")]
 for ph in phases:
     print("\n### %s (medians of %d rounds)\n" % (ph, len({r["round"] for r in rows})))
     print("| figure | base | new |\n|---|---|---|")

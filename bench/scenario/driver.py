@@ -7,6 +7,7 @@
     driver.py wrk      --api A --mix read|write|q1..q6|c1..c4|healthz --keys K --sf SF
                        [--threads 2] [--conns 8] [--seconds 20] [--delay-ms 0]
                        [--watch] [--metrics M] [--pid PID] --out run.json
+    driver.py probe    --api A --sf SF [--seconds 10] [--period 0.01] --out probe.json
     driver.py settle   --api A [--metrics M] [--timeout 600]
 
 `latency` sends each request the way an application would, one at a time
@@ -623,6 +624,28 @@ def _f(x):
     return "%.1f" % x if x is not None else "-"
 
 
+def cmd_probe(args):
+    """Read-your-writes for one writer on an otherwise idle daemon: one
+    Probe at a time, per view, for `seconds`."""
+    ks = S.KeySpace(args.sf, args.seed)
+    tag = "%x" % random.SystemRandom().getrandbits(32)
+    r = {}
+    for view in ("users", "feed"):
+        pr = Probe(args.api, ks, tag, view, period=args.period)
+        pr.start()
+        time.sleep(args.seconds)
+        pr.stop_ev.set()
+        pr.join(120)
+        r[view] = {"write_ms": dist(pr.write_ms), "view_ms": dist(pr.view_ms),
+                   "n_errors": len(pr.errors), "errors": pr.errors[:5]}
+        v = r[view]["view_ms"] or {"p50": None, "p99": None, "n": 0}
+        print("  probe %-5s one writer: write p50 %s; visible p50 %s p99 %s ms (n=%d); errors %d" % (
+            view, _f((r[view]["write_ms"] or {}).get("p50")), _f(v["p50"]), _f(v["p99"]), v["n"],
+            r[view]["n_errors"]), flush=True)
+    with open(args.out, "w") as f:
+        json.dump(r, f, indent=1)
+
+
 def cmd_settle(args):
     s = S.settle(args.api, args.metrics, timeout=args.timeout, want_compaction=bool(args.metrics))
     print("  settled in %.1f s" % s, flush=True)
@@ -667,13 +690,22 @@ def main():
     w.add_argument("--wait-idle", type=float, default=0.0)
     w.add_argument("--out", required=True)
 
+    p = sub.add_parser("probe")
+    p.add_argument("--api", required=True)
+    p.add_argument("--sf", type=float, required=True)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--period", type=float, default=0.01, help="pause between probes, s")
+    p.add_argument("--out", required=True)
+
     s = sub.add_parser("settle")
     s.add_argument("--api", required=True)
     s.add_argument("--metrics")
     s.add_argument("--timeout", type=float, default=600)
 
     args = ap.parse_args()
-    {"latency": cmd_latency, "keys": cmd_keys, "wrk": cmd_wrk, "settle": cmd_settle}[args.cmd](args)
+    {"latency": cmd_latency, "keys": cmd_keys, "wrk": cmd_wrk, "probe": cmd_probe,
+     "settle": cmd_settle}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,50 @@ class WorkerTest(FeeddTestCase):
         check_views(self, client, plan.model, "two workers, one killed")
         self.assertEqual(b.stop(), 0, "worker-b exit code on SIGTERM:\n%s" % b.logs())
 
+    # ---- either envelope, and a rebuild in the daemon meanwhile
+
+    def stays_on_kafka(self, envelope):
+        """The worker applies what Kafka delivers, whatever the envelope
+        (a Debezium envelope is judged by its headers), while the daemon
+        rebuilds its own view: no partition falls back to the durable feed,
+        and the views come right."""
+        self.daemon = FeeddDaemon(extra_args=daemon_settings() + ["--kafka.envelope=" + envelope],
+                                  name="feedd-" + envelope)
+        self.daemon.start()
+        client = self.daemon.client()
+        w = Worker(self.daemon, "worker-" + envelope)
+        self.workers.append(w)
+        deadline = time.monotonic() + 60
+        while not all(w.metric("feedd_worker_assigned_partitions", name) > 0
+                      for name in WORKER_PROCESSORS):
+            self.assertLess(time.monotonic(), deadline, "no partitions:\n%s" % w.logs())
+            time.sleep(0.1)
+        plan = BlogPlan(self.rng, users=40, posts=120, comments=150, likes=150, renames=30,
+                        edits=30, deletes_top=3, deletes_other=3)
+        writers = Writers(DaemonControl(self.daemon))
+        for ops in (plan.user_creates, plan.phase(0.0, 0.5)):
+            for t in writers.run(ops):
+                t.join()
+        status, _, body = client.request("POST", "/v1/processors/feed/rebuild")
+        self.assertEqual(status, 200, "rebuild feed: %r" % body)
+        for t in writers.run(plan.phase(0.5, 1.0)):
+            t.join()
+        self.assertEqual(writers.errors, [], "writes failed")
+        self.wait_converged(w)
+        for name in WORKER_PROCESSORS:
+            self.assertGreater(w.metric("feedd_worker_changes_applied_total", name), 0, name)
+            self.assertEqual(w.metric("feedd_worker_catch_ups_total", name), 0,
+                             "%s (%s envelope) read the durable feed:\n%s"
+                             % (name, envelope, w.logs()))
+            self.assertEqual(w.metric("feedd_worker_parked_changes", name), 0, name)
+        check_views(self, client, plan.model, "a worker, %s envelope" % envelope)
+
+    def test_native_envelope_through_a_rebuild(self):
+        self.stays_on_kafka("native")
+
+    def test_debezium_envelope_through_a_rebuild(self):
+        self.stays_on_kafka("debezium")
+
     def test_behind_the_brokers_retention_the_durable_feed_fills_the_gap(self):
         # The embedded broker keeps ~5 MiB per partition: while the worker is
         # stopped, ~25 MiB of posts (~8 MiB per partition, incompressible)

@@ -141,7 +141,7 @@ class DashboardTest(unittest.TestCase):
                       "Publish lag (seconds)", "Kafka produce errors/s by kind", "Kafka broker up",
                       "Processor lag (changes)", "Processor lag (seconds)",
                       "Commit-to-view latency p50 / p99", "Applies/s by outcome", "Parked changes",
-                      "Rebuilding", "CPU (cores)", "Memory", "File descriptors"):
+                      "Rebuilding / paused", "CPU (cores)", "Memory", "File descriptors"):
             self.assertIn(title, titles)
 
 
