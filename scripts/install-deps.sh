@@ -14,6 +14,9 @@ PACKAGES=(
   clang libclang-rt-14-dev llvm
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
+  # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its
+  # client tools (psql, pgbench, pg_recvlogical) and the wal2json plugin
+  postgresql-15 postgresql-client-15 postgresql-15-wal2json
   # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests
   dpkg-dev systemd
 )

@@ -416,8 +416,9 @@ def publish_catchup(api):
 
 
 def durable_fallbacks(api):
-    """{processor: fromDurableFeed} (changes applied from the durable feed
-    because Kafka did not deliver them within kafka_grace_ms)."""
+    """{processor: fromDurableFeed} (changes a processor read back from the
+    durable feed instead of taking them in-process from the commit path:
+    start-up, after a rebuild, or behind its bounded queue)."""
     c = S.Conn(api)
     try:
         return {p["name"]: p.get("fromDurableFeed", 0) for p in S.processors_status(c)}
@@ -602,7 +603,7 @@ def cmd_wrk(args):
         ls = r["lag_seconds_samples"]
         line += "; lag.seconds samples p50 %s p99 %s ms; drain %.2f s" % (
             _f(ls and ls["p50"]), _f(ls and ls["p99"]), drain_s)
-        line += "\n      applied from the durable feed (Kafka late): %s; publish lag max %s, after drain %s" % (
+        line += "\n      taken from the durable feed: %s; publish lag max %s, after drain %s" % (
             r["from_durable_feed"], r["publish_lag_max"], r["publish_lag_after_drain"])
         if pr["users_view_ms"]:
             fv = pr["feed_view_ms"] or {"p50": None, "p99": None, "n": 0}

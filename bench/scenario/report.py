@@ -172,7 +172,7 @@ def wrk_rows(runs):
            "| commit→view p50 / p99 ms (metrics): usernames · user_posts · feed "
            "| probe: post visible in `users` p50 / p99 ms "
            "| … and in `feed` p50 / p99 ms | lag.seconds samples p50 / max ms | drain after stop "
-           "| applied from the durable feed (Kafka late) | lag bounded |",
+           "| taken from the durable feed | lag bounded |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in runs:
         offered = "closed loop" if not r.get("delay_ms") else "%d ms pause per answer" % r["delay_ms"]
@@ -304,9 +304,9 @@ def main():
                   "its answer before the next, so a lagging view gets few samples). "
                   "lag.seconds: `GET /v1/processors` sampled every 0.25 s, the largest of the three. Drain: "
                   "from wrk's end until every processor has applied the head. Lag is called bounded when "
-                  "the drain takes ≤ %g s. Durable-feed column: changes a processor applied from the durable "
-                  "feed because Kafka had not delivered them within `kafka_grace_ms` (2 s) — each of them "
-                  "waited at least 2 s; \"publisher behind\" there would mean that %g s after the drain the "
+                  "the drain takes ≤ %g s. Durable-feed column: changes a processor read back from the "
+                  "durable feed instead of taking them in-process from the commit path (it fell behind its "
+                  "bounded queue); \"publisher behind\" there would mean that %g s after the drain the "
                   "publisher had still not published the head LSN of the drain's end. Runs in the order of the "
                   "table (steady rates ascending, then closed loop)."
                   % (BOUNDED_DRAIN_S, S.PUBLISH_CATCHUP_TIMEOUT_S))

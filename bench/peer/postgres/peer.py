@@ -1,0 +1,489 @@
+#!/usr/bin/python3
+"""The scenario on PostgreSQL 15 and on feedd, side by side, in one run.
+
+    peer.py --sf SF --feedd BIN --out DIR [--feedd-data DIR --keys FILE]
+            [--rounds 2] [--seconds 20] [--conns "8 64"] [--latency-seconds 5]
+
+Both systems run durable on loopback: PostgreSQL with fsync=on and
+synchronous_commit=on, the V3 design of schema.sql (triggers keep the
+denormalized fields in the writing transaction, indexes answer Q3 and Q6) and
+a wal2json slot consumed by pg_recvlogical during the write runs; feedd with
+storage.sync=true on its embedded defaults (embedded broker, the three
+processors). The same data set (bench/scenario's generator, seed 42) is loaded
+into both - PostgreSQL by COPY, then indexes and triggers; feedd over HTTP
+(generate.py), unless --feedd-data gives a loaded copy.
+
+Per round, each system on a fresh copy of its loaded data, taking turns
+(which goes first alternates): every request alone on one connection
+(--latency-seconds each: pgbench -M prepared, resp. wrk), then the read mix
+(Q1-Q6 in equal parts) and the write mix (C1/C2/C3/C4 = 5/15/40/40) closed
+loop on each --conns, for --seconds each. For each run: throughput, latency
+p50/p99, the server's CPU per request (PostgreSQL: the postmaster and every
+backend; feedd: the daemon) and the client's (pgbench / wrk, on the same box);
+after a write run, how long until the change feed is consumed (the slot's
+confirmed position reaches the WAL's end) resp. every view is current
+(processors' lag 0). Prints a table of medians over the rounds with the ratio
+feedd / PostgreSQL, and writes DIR/peer.json and DIR/peer.md.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "bench", "scenario"))
+import driver as D  # noqa: E402
+import scenario as S  # noqa: E402
+
+PG_BIN = "/usr/lib/postgresql/15/bin"
+TICK = os.sysconf("SC_CLK_TCK")
+WRITE_MIX = [("c1", 5), ("c2", 15), ("c3", 40), ("c4", 40)]
+READ_MIX = [("q1", 1), ("q2", 1), ("q3", 1), ("q4", 1), ("q5", 1), ("q6", 1)]
+KINDS = ["q1", "q2", "q3", "q4", "q5", "q6", "c1", "c2", "c3", "c4"]
+
+
+def log(msg):
+    sys.stderr.write("[peer %s] %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, **kw)
+    if r.returncode != 0:
+        raise RuntimeError("%s exited %d: %s" % (" ".join(cmd), r.returncode,
+                                                  (r.stderr or "")[-2000:]))
+    return r
+
+
+def proc_stat(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    return int(fields[1]), [int(x) for x in fields[11:15]]  # ppid, utime stime cutime cstime
+
+
+def server_cpu(root_pid):
+    """CPU seconds of `root_pid`, its reaped children (cutime, cstime) and its
+    live children: backends that exit during a run are still counted."""
+    total = sum(proc_stat(root_pid)[1])
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != root_pid:
+            try:
+                ppid, t = proc_stat(int(entry))
+            except (OSError, ValueError):
+                continue
+            if ppid == root_pid:
+                total += t[0] + t[1]
+    return total / TICK
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def pct(values, p):
+    v = sorted(values)
+    return S.percentile(v, p) if v else None
+
+
+def du(path):
+    return int(subprocess.run(["du", "-sb", path], capture_output=True, text=True,
+                              check=True).stdout.split()[0])
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+class Postgres:
+    def __init__(self, work):
+        self.work = work
+        self.data = os.path.join(work, "pg")
+        self.port = free_port()
+        self.as_user = [] if os.geteuid() != 0 else ["runuser", "-u", "postgres", "--"]
+        self.proc = None
+        self.consumer = None
+
+    def chown(self, path):
+        if self.as_user:
+            run(["chown", "-R", "postgres:postgres", path])
+
+    def initdb(self):
+        os.makedirs(self.data)
+        self.chown(self.work)
+        run(self.as_user + [PG_BIN + "/initdb", "-D", self.data, "-U", "postgres",
+                            "--auth=trust", "-E", "UTF8", "--locale=C"], stdout=subprocess.DEVNULL)
+
+    def start(self):
+        log_path = os.path.join(self.work, "postgres.log")
+        with open(log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.as_user + [
+                PG_BIN + "/postgres", "-D", self.data, "-c", "port=%d" % self.port,
+                "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + self.work,
+                "-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "wal_level=logical",
+                "-c", "max_replication_slots=4", "-c", "max_wal_senders=4",
+                "-c", "shared_buffers=256MB", "-c", "max_connections=200",
+                "-c", "max_wal_size=4GB", "-c", "output_plugin_libraries=wal2json"],
+                stdout=out, stderr=out)
+        for _ in range(300):
+            if subprocess.run(self.client("pg_isready") + ["-q"]).returncode == 0:
+                # The postmaster (under runuser when started by root): its
+                # backends are its children.
+                with open(os.path.join(self.data, "postmaster.pid")) as f:
+                    self.postmaster = int(f.readline())
+                return
+            time.sleep(0.1)
+        raise RuntimeError("PostgreSQL did not start; see " + log_path)
+
+    def stop(self):
+        self.stop_consumer()
+        if self.proc:
+            self.proc.terminate()  # smart shutdown waits for clients; none are left
+            self.proc.wait(120)
+            self.proc = None
+
+    def client(self, tool):
+        return ["/usr/bin/" + tool, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+
+    def psql(self, *args, db="bench"):
+        return run(self.client("psql") + ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db] +
+                   list(args), capture_output=True, text=True).stdout
+
+    def start_consumer(self):
+        path = os.path.join(self.work, "wal2json.out")
+        self.consumer = subprocess.Popen(self.client("pg_recvlogical") + [
+            "-d", "bench", "--slot", "peer", "--start", "-o", "format-version=2",
+            "-o", "include-timestamp=1", "-f", "/dev/null", "-s", "1", "-F", "0"],
+            stdout=subprocess.DEVNULL, stderr=open(path, "ab"))
+
+    def consumer_cpu(self):
+        if not self.consumer:
+            return 0.0
+        return sum(proc_stat(self.consumer.pid)[1][:2]) / TICK
+
+    def wal_end(self):
+        return self.psql("-At", "-c", "SELECT pg_current_wal_lsn()").strip()
+
+    def slot_reached(self, lsn):
+        """Whether the slot's walsender has decoded and sent the consumer the
+        WAL up to `lsn` (the consumer's own confirmations come only every
+        second, its status interval)."""
+        out = self.psql("-At", "-c", "SELECT sent_lsn >= '%s'::pg_lsn FROM pg_stat_replication "
+                        "WHERE application_name = 'pg_recvlogical'" % lsn)
+        return out.strip() == "t"
+
+    def stop_consumer(self):
+        if self.consumer:
+            self.consumer.terminate()
+            self.consumer.wait(60)
+            self.consumer = None
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def load_postgres(pg, sf, csv_dir):
+    t0 = time.monotonic()
+    out = run([sys.executable, os.path.join(HERE, "load.py"), "--sf", str(sf), "--out", csv_dir],
+              capture_output=True, text=True).stdout
+    gen_s = time.monotonic() - t0
+    counts = dict(zip(out.split()[0::2], map(int, out.split()[1::2])))
+    pg.psql("-c", "CREATE DATABASE bench", db="postgres")
+    pg.psql("-f", os.path.join(HERE, "schema.sql"))
+    t0 = time.monotonic()
+    for table in ("users", "posts", "comments", "likes"):
+        pg.psql("-c", "\\copy %s FROM '%s' (FORMAT csv)" % (table, os.path.join(csv_dir, table + ".csv")))
+    copy_s = time.monotonic() - t0
+    pg.psql("-f", os.path.join(HERE, "indexes.sql"))
+    pg.psql("-f", os.path.join(HERE, "triggers.sql"))
+    pg.psql("-c", "SELECT pg_create_logical_replication_slot('peer', 'wal2json')")
+    pg.psql("-c", "CHECKPOINT")
+    load_s = time.monotonic() - t0
+    shutil.rmtree(csv_dir)
+    return {"items": counts["items"], "posts": counts["posts"], "users": counts["users"],
+            "generate_s": gen_s, "copy_s": copy_s, "load_s": load_s,
+            "disk_bytes": du(pg.data)}
+
+
+def pgbench(pg, scripts, conns, seconds, nusers, nposts, work):
+    """pgbench -M prepared on `scripts` [(name, weight)]: req/s, latency
+    percentiles from its per-transaction log, server and client CPU."""
+    logdir = tempfile.mkdtemp(dir=work)
+    cmd = pg.client("pgbench") + [
+        "-n", "-M", "prepared", "-c", str(conns), "-j", str(min(conns, 2)), "-T", str(seconds),
+        "-D", "nusers=%d" % nusers, "-D", "nposts=%d" % nposts,
+        "-l", "--log-prefix", os.path.join(logdir, "tx")]
+    for name, weight in scripts:
+        cmd += ["-f", "%s@%d" % (os.path.join(HERE, name + ".sql"), weight)]
+    cmd.append("bench")
+    c0, s0, k0 = children_cpu(), server_cpu(pg.postmaster), pg.consumer_cpu()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("pgbench failed:\n" + out.stdout + out.stderr)
+    time.sleep(0.3)  # the backends exit and are reaped into the postmaster's cutime
+    c1, s1, k1 = children_cpu(), server_cpu(pg.postmaster), pg.consumer_cpu()
+    tps = float(re.search(r"tps = ([\d.]+)", out.stdout).group(1))
+    m = re.search(r"number of failed transactions: (\d+)", out.stdout)
+    failed = int(m.group(1)) if m else 0
+    lat = []
+    for name in os.listdir(logdir):
+        with open(os.path.join(logdir, name)) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    lat.append(int(parts[2]) / 1000.0)
+    shutil.rmtree(logdir)
+    r = {"req_per_s": tps, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "failed": failed,
+         "server_cpu_ms": 1000.0 * (s1 - s0) / max(1, tps * seconds),
+         "client_cores": (c1 - c0) / seconds, "server_cores": (s1 - s0) / seconds}
+    if pg.consumer:
+        r["consumer_cores"] = (k1 - k0) / seconds
+    return r
+
+
+# ---------------------------------------------------------------- feedd
+
+class Feedd:
+    def __init__(self, binary, work):
+        self.binary, self.work = binary, work
+        self.data = os.path.join(work, "feedd-data")
+        self.proc = None
+
+    def start(self):
+        ready = os.path.join(self.work, "feedd-ready.json")
+        if os.path.exists(ready):
+            os.remove(ready)
+        with open(os.path.join(self.work, "feedd.log"), "ab") as out:
+            self.proc = subprocess.Popen([self.binary, "--data-dir", self.data,
+                                          "--listen", "127.0.0.1:0", "--metrics-listen",
+                                          "127.0.0.1:0", "--ready-file", ready,
+                                          "--storage.sync=true"], stdout=out, stderr=out)
+        for _ in range(600):
+            if os.path.exists(ready) and os.path.getsize(ready) > 0:
+                break
+            time.sleep(0.1)
+        with open(ready) as f:
+            info = json.load(f)
+        self.api, self.metrics = info["api"], info["metrics"]
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(120)
+            self.proc = None
+
+    def cpu(self):
+        return sum(proc_stat(self.proc.pid)[1][:2]) / TICK
+
+    def lag(self):
+        return D.processors_lag(self.api)
+
+
+def load_feedd(fd, sf):
+    fd.start()
+    t0 = time.monotonic()
+    run([sys.executable, os.path.join(ROOT, "bench", "scenario", "generate.py"), "--api", fd.api,
+         "--sf", str(sf), "--mode", "v3"], stdout=subprocess.DEVNULL)
+    while fd.lag() > 0:
+        time.sleep(0.05)
+    load_s = time.monotonic() - t0
+    S.settle(fd.api, fd.metrics, log=lambda *a: None)
+    fd.stop()
+    return {"load_s": load_s, "disk_bytes": du(fd.data)}
+
+
+def wrk(fd, mix, conns, seconds, keys, nusers):
+    cmd = ["wrk", "-t%d" % min(conns, 2), "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
+           os.path.join(ROOT, "bench", "scenario", "scenario.lua"), "http://" + fd.api, "--",
+           mix, keys, str(nusers), "0", "peer%d" % int(time.time() * 1000)]
+    c0, s0 = children_cpu(), fd.cpu()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    c1, s1 = children_cpu(), fd.cpu()
+    r = D.parse_wrk(out)
+    rps = r["req_per_s"] or 0
+    return {"req_per_s": rps, "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+            "failed": r["non_2xx"] + r["socket_errors"],
+            "server_cpu_ms": 1000.0 * (s1 - s0) / max(1, rps * seconds),
+            "client_cores": (c1 - c0) / seconds, "server_cores": (s1 - s0) / seconds}
+
+
+def until(condition, timeout=300):
+    t0 = time.monotonic()
+    while not condition():
+        if time.monotonic() - t0 > timeout:
+            return float("inf")
+        time.sleep(0.02)
+    return time.monotonic() - t0
+
+
+# ---------------------------------------------------------------- the runs
+
+def one_round(pg, fd, args, meta, first):
+    rows = []
+
+    def add(system, figure, r):
+        r.update({"system": system, "figure": figure})
+        rows.append(r)
+        log("%-8s %-14s %s" % (system, figure, json.dumps(
+            {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
+             if k not in ("system", "figure")})))
+
+    def pg_side():
+        pg.start()
+        for kind in KINDS:
+            add("postgres", kind + " 1 conn",
+                pgbench(pg, [(kind, 1)], 1, args.latency_seconds, meta["users"], meta["posts"],
+                        pg.work))
+        for conns in args.conns:
+            add("postgres", "read c%d" % conns,
+                pgbench(pg, READ_MIX, conns, args.seconds, meta["users"], meta["posts"], pg.work))
+        for conns in args.conns:
+            pg.start_consumer()
+            r = pgbench(pg, WRITE_MIX, conns, args.seconds, meta["users"], meta["posts"], pg.work)
+            end = pg.wal_end()
+            r["drain_s"] = until(lambda: pg.slot_reached(end), timeout=60)
+            pg.stop_consumer()
+            add("postgres", "write c%d" % conns, r)
+        pg.stop()
+
+    def feedd_side():
+        fd.start()
+        S.settle(fd.api, fd.metrics, log=lambda *a: None)
+        for kind in KINDS:
+            add("feedd", kind + " 1 conn", wrk(fd, kind, 1, args.latency_seconds, args.keys,
+                                                meta["users"]))
+        for conns in args.conns:
+            add("feedd", "read c%d" % conns, wrk(fd, "read", conns, args.seconds, args.keys,
+                                                  meta["users"]))
+        for conns in args.conns:
+            r = wrk(fd, "write", conns, args.seconds, args.keys, meta["users"])
+            r["drain_s"] = until(lambda: fd.lag() <= 0)
+            add("feedd", "write c%d" % conns, r)
+        fd.stop()
+
+    for side in ((pg_side, feedd_side) if first == "postgres" else (feedd_side, pg_side)):
+        side()
+    return rows
+
+
+def table(rows, args, meta):
+    figures = list(dict.fromkeys(r["figure"] for r in rows))
+
+    def med(system, figure, key):
+        v = [r[key] for r in rows if r["system"] == system and r["figure"] == figure
+             and r.get(key) is not None]
+        return statistics.median(v) if v else None
+
+    def f(v, fmt):
+        return "-" if v is None else (fmt % v)
+
+    out = ["| figure | PostgreSQL | feedd | feedd / PostgreSQL |", "|---|---|---|---|"]
+    for fig in figures:
+        for key, label, fmt, better in (
+                ("req_per_s", "req/s", "%.0f", "high"), ("p50_ms", "p50 ms", "%.3f", "low"),
+                ("p99_ms", "p99 ms", "%.3f", "low"),
+                ("server_cpu_ms", "server CPU ms/request", "%.3f", "low"),
+                ("client_cores", "client cores", "%.2f", "low"),
+                ("consumer_cores", "wal2json consumer cores", "%.2f", "low"),
+                ("drain_s", "drain s", "%.2f", "low")):
+            if " 1 conn" in fig and key not in ("p50_ms", "p99_ms"):
+                continue
+            p, d = med("postgres", fig, key), med("feedd", fig, key)
+            if p is None and d is None:
+                continue
+            ratio = "-" if not p or d is None else "%.2f" % (d / p)
+            out.append("| %s %s | %s | %s | %s |" % (fig, label, f(p, fmt), f(d, fmt), ratio))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sf", type=float, required=True)
+    ap.add_argument("--feedd", required=True)
+    ap.add_argument("--feedd-data")
+    ap.add_argument("--keys")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--latency-seconds", type=int, default=5)
+    ap.add_argument("--conns", default="8 64")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    args.conns = [int(c) for c in args.conns.split()]
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="feedd-peer.")
+    os.chmod(work, 0o755)
+    pg, fd = Postgres(os.path.join(work, "pgw")), Feedd(os.path.abspath(args.feedd), work)
+    os.makedirs(pg.work)
+    try:
+        log("loading PostgreSQL (SF %g)" % args.sf)
+        pg.initdb()
+        pg.start()
+        pg_load = load_postgres(pg, args.sf, os.path.join(work, "csv"))
+        pg.stop()
+        meta = {"users": pg_load["users"], "posts": pg_load["posts"], "items": pg_load["items"]}
+        if args.feedd_data:
+            shutil.copytree(args.feedd_data, fd.data, symlinks=True)
+            fd_load = {"load_s": None, "disk_bytes": du(fd.data)}
+        else:
+            log("loading feedd (SF %g)" % args.sf)
+            fd_load = load_feedd(fd, args.sf)
+        if not args.keys:
+            args.keys = os.path.join(work, "keys.txt")
+            run([sys.executable, os.path.join(ROOT, "bench", "scenario", "driver.py"), "keys",
+                 "--sf", str(args.sf), "--out", args.keys], stdout=subprocess.DEVNULL)
+        pristine_pg, pristine_fd = pg.data + ".loaded", fd.data + ".loaded"
+        shutil.copytree(pg.data, pristine_pg, symlinks=True)
+        shutil.copytree(fd.data, pristine_fd, symlinks=True)
+        pg.chown(pristine_pg)
+        rows = []
+        for r in range(args.rounds):
+            for path, pristine in ((pg.data, pristine_pg), (fd.data, pristine_fd)):
+                shutil.rmtree(path)
+                shutil.copytree(pristine, path, symlinks=True)
+            pg.chown(pg.data)
+            first = "postgres" if r % 2 == 0 else "feedd"
+            log("round %d of %d (%s first)" % (r + 1, args.rounds, first))
+            rows += one_round(pg, fd, args, meta, first)
+    finally:
+        pg.stop()
+        fd.stop()
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+    loads = ("| load | PostgreSQL | feedd |\n|---|---|---|\n"
+             "| items | %d | %d |\n| load s | %.1f (COPY %.1f, then indexes, triggers, slot, "
+             "checkpoint; CSV generation %.1f s not counted) | %s |\n"
+             "| disk bytes/item | %.0f | %.0f |" % (
+                 meta["items"], meta["items"], pg_load["load_s"], pg_load["copy_s"],
+                 pg_load["generate_s"],
+                 "%.1f (HTTP, generate.py, views included)" % fd_load["load_s"]
+                 if fd_load["load_s"] else "(loaded beforehand)",
+                 pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"]))
+    md = "%s\n\n%s\n\nMedians of %d rounds; feedd %s; %s; command: `%s`\n" % (
+        loads, table(rows, args, meta), args.rounds, commit, time.strftime("%Y-%m-%d"), command)
+    with open(os.path.join(args.out, "peer.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(args.out, "peer.json"), "w") as f:
+        json.dump({"meta": meta, "pg_load": pg_load, "feedd_load": fd_load, "rows": rows,
+                   "commit": commit, "command": command}, f, indent=1)
+    print(md)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
