@@ -8,6 +8,8 @@
 //   rebuild NAME           derive NAME's view from scratch
 //   parked NAME            list NAME's parked changes
 //   replay NAME            retry NAME's parked changes
+//   pause NAME             stop NAME taking changes (its view stands still)
+//   resume NAME            let NAME take changes again
 //
 // The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
 // Exit codes: 0 ok, 1 differences found or the daemon answered an error,
@@ -122,7 +124,8 @@ int Simple(Client& client, std::string_view method, const std::string& target) {
 
 int Usage() {
   std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] "
-               "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME\n";
+               "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME | "
+               "pause NAME | resume NAME\n";
   return kUsage;
 }
 
@@ -163,6 +166,8 @@ int main(int argc, char** argv) {
     if (command == "rebuild") return Simple(client, "POST", base + "/rebuild");
     if (command == "parked") return Simple(client, "GET", base + "/parked");
     if (command == "replay") return Simple(client, "POST", base + "/parked/replay");
+    if (command == "pause") return Simple(client, "POST", base + "/pause");
+    if (command == "resume") return Simple(client, "POST", base + "/resume");
     return Usage();
   } catch (const std::exception& e) {
     std::cerr << "feedctl: " << client.api() << ": " << e.what() << "\n";

@@ -30,6 +30,7 @@ FEEDD_PROC_SEED=<n> repeats the generated data; FEEDD_PROC_SCALE=<f> scales it.
 
 import collections
 import http.client
+import json
 import os
 import random
 import subprocess
@@ -1466,6 +1467,41 @@ class InProcessViewsTest(FeeddTestCase):
         while c.feed_info()["kafka"]["delivered"] < head:
             self.assertLess(time.monotonic(), deadline, c.feed_info())
             time.sleep(0.05)
+
+    def test_a_paused_view_stands_still_until_resumed(self):
+        daemon = FeeddDaemon(name="feedd-pause")
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        feedctl = os.environ.get("FEEDCTL_BIN")
+
+        def control(verb):
+            if feedctl:
+                r = subprocess.run([feedctl, "--api", "%s:%d" % (daemon.host, daemon.port), verb,
+                                    "feed"], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, "feedctl %s feed: %s%s" % (verb, r.stdout,
+                                                                           r.stderr))
+                return json.loads(r.stdout)
+            status, _, body = c.request("POST", "/v1/processors/feed/" + verb)
+            self.assertEqual(status, 200, body)
+            return body
+
+        self.assertEqual(control("pause")["state"], "paused")
+        resp = c.create("posts", {"id": "p1", "postId": "p1", "type": "post", "userId": "u1",
+                                  "title": "t", "content": "c",
+                                  "creationDate": "2026-01-01T00:00:00Z"})
+        self.assertStatus(resp, 201, "post")
+        lsn = self.assertLsnHeader(resp, "post")
+        feed_query = {"partitionKey": "post", "orderBy": "creationDate", "descending": True}
+        self.assertError(c.request("POST", query_path("feed"), feed_query,
+                                   {"X-Feedd-Min-Lsn": str(lsn), "X-Feedd-Wait-Ms": "200"}),
+                         504, "lsn_wait_timeout", "a read of the paused view")
+        self.assertLess(processors_status(c)["feed"]["appliedLsn"], lsn)
+        self.assertEqual(control("resume")["state"], "running")
+        status, _, body = c.request("POST", query_path("feed"), feed_query,
+                                    {"X-Feedd-Min-Lsn": str(lsn), "X-Feedd-Wait-Ms": "5000"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual([it["id"] for it in body["items"]], ["p1"])
 
     def test_native_envelope(self):
         self.check("native")
