@@ -26,17 +26,15 @@ CREATE TRIGGER users_rename AFTER UPDATE OF username ON users
   EXECUTE FUNCTION rename_fan_out();
 
 -- A comment or like counts on its post.
-CREATE FUNCTION count_comment() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION count_reaction() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE posts SET comment_count = comment_count + 1 WHERE post_no = NEW.post_no;
+  UPDATE posts
+     SET comment_count = comment_count + (TG_TABLE_NAME = 'comments')::int,
+         like_count = like_count + (TG_TABLE_NAME = 'likes')::int
+   WHERE post_no = NEW.post_no;
   RETURN NULL;
 END $$;
 CREATE TRIGGER comments_count AFTER INSERT ON comments
-  FOR EACH ROW EXECUTE FUNCTION count_comment();
-CREATE FUNCTION count_like() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  UPDATE posts SET like_count = like_count + 1 WHERE post_no = NEW.post_no;
-  RETURN NULL;
-END $$;
+  FOR EACH ROW EXECUTE FUNCTION count_reaction();
 CREATE TRIGGER likes_count AFTER INSERT ON likes
-  FOR EACH ROW EXECUTE FUNCTION count_like();
+  FOR EACH ROW EXECUTE FUNCTION count_reaction();
