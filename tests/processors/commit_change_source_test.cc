@@ -25,9 +25,17 @@ class CommitChangeSourceTest : public ::testing::Test {
     char pattern[] = "/tmp/feedd-ccs-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
+    Open(0);
+  }
+
+  // retention_bytes: 0 keeps the whole feed.
+  void Open(uint64_t retention_bytes) {
+    if (store_) store_->Close();
+    store_.reset();
     StoreOptions options;
     options.data_dir = dir_;
     options.sync = false;
+    options.retention_bytes = retention_bytes;
     options.containers = DefaultContainers();
     auto store = DocumentStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -161,6 +169,21 @@ TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
   ASSERT_EQ(batch.size(), 1u);
   EXPECT_EQ(batch[0].id, "after");
   EXPECT_EQ(source.counts().in_process, before + 1);
+}
+
+// A position the feed no longer holds is an error, not an empty batch that
+// the caller would ask for again at once.
+TEST_F(CommitChangeSourceTest, APositionBelowRetentionIsAnError) {
+  Open(/*retention_bytes=*/1);
+  for (int i = 0; i < 30; ++i) Post("p" + std::to_string(i));
+  ASSERT_TRUE(store_->EnforceRetention().ok());
+  ASSERT_GT(store_->OldestRetainedLsn(), 1u);
+  CommitChangeSource source(store_.get(), {"processor.test"});
+  source.Seek(1);
+  std::vector<ChangeRecord> batch;
+  Status s = source.NextBatch(10, 5s, &batch);
+  EXPECT_EQ(s.code(), ErrorCode::kLsnNotRetained) << s.ToString();
+  EXPECT_TRUE(batch.empty());
 }
 
 TEST_F(CommitChangeSourceTest, WaitsForACommitAndReturnsEmptyWhenNoneComes) {
