@@ -3,6 +3,7 @@
 
     peer.py --sf SF --feedd BIN --out DIR [--feedd-data DIR --keys FILE]
             [--rounds 2] [--seconds 20] [--conns "8 64"] [--latency-seconds 5]
+            [--only "rename latency read write"]
 
 Both systems run durable on loopback: PostgreSQL with fsync=on and
 synchronous_commit=on, the V3 design of schema.sql (triggers keep the
@@ -14,8 +15,12 @@ into both - PostgreSQL by COPY, then indexes and triggers; feedd over HTTP
 (generate.py), unless --feedd-data gives a loaded copy.
 
 Per round, each system on a fresh copy of its loaded data, taking turns
-(which goes first alternates): every request alone on one connection
-(--latency-seconds each: pgbench -M prepared, resp. wrk), then the read mix
+(which goes first alternates): renames of random users on one connection
+(PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
+and likes; feedd: the PATCH, then a read of one of the user's posts with
+X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
+fan-out), every request alone on one connection (--latency-seconds each:
+pgbench -M prepared, resp. wrk), then the read mix
 (Q1-Q6 in equal parts) and the write mix (C1/C2/C3/C4 = 5/15/40/40) closed
 loop on each --conns, for --seconds each. For each run: throughput, latency
 p50/p99, the server's CPU per request (PostgreSQL: the postmaster and every
@@ -321,6 +326,38 @@ def wrk(fd, mix, conns, seconds, keys, nusers):
             "client_cores": (c1 - c0) / seconds, "server_cores": (s1 - s0) / seconds}
 
 
+def feedd_renames(fd, seconds, nusers):
+    """One client renames random users (PATCH users/u/u) and, each time,
+    reads one of the user's posts with X-Feedd-Min-Lsn = the rename's LSN:
+    the time until the rename has reached every post, comment and like of
+    the user (the `usernames` view commits its fan-out with its watermark)."""
+    import random
+    rng = random.Random()
+    c = S.Conn(fd.api)
+    lat = []
+    end = time.monotonic() + seconds
+    s0 = fd.cpu()
+    while time.monotonic() < end:
+        u = rng.randrange(nusers)
+        uid = S.user_id(u)
+        t0 = time.perf_counter()
+        st, h, body = c.request("PATCH", S.item_path("users", uid, uid), {
+            "operations": [{"op": "set", "path": "/username",
+                            "value": "r%d" % rng.getrandbits(40)}]})
+        if st != 200:
+            raise RuntimeError("rename -> %d %s" % (st, body[:200]))
+        post = S.post_id(u, 0)
+        st, _, body = c.get(S.item_path("posts", post, post),
+                            {"X-Feedd-Min-Lsn": h["x-feedd-lsn"], "X-Feedd-Wait-Ms": "60000"})
+        if st != 200:
+            raise RuntimeError("read after rename -> %d %s" % (st, body[:200]))
+        lat.append((time.perf_counter() - t0) * 1000.0)
+    s1 = fd.cpu()
+    c.close()
+    return {"req_per_s": len(lat) / seconds, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99),
+            "failed": 0, "server_cpu_ms": 1000.0 * (s1 - s0) / max(1, len(lat))}
+
+
 def until(condition, timeout=300):
     t0 = time.monotonic()
     while not condition():
@@ -344,14 +381,17 @@ def one_round(pg, fd, args, meta, first):
 
     def pg_side():
         pg.start()
-        for kind in KINDS:
+        if "rename" in args.only:
+            add("postgres", "rename 1 conn", pgbench(pg, [("rename", 1)], 1, args.latency_seconds,
+                                                    meta["users"], meta["posts"], pg.work))
+        for kind in KINDS if "latency" in args.only else ():
             add("postgres", kind + " 1 conn",
                 pgbench(pg, [(kind, 1)], 1, args.latency_seconds, meta["users"], meta["posts"],
                         pg.work))
-        for conns in args.conns:
+        for conns in args.conns if "read" in args.only else ():
             add("postgres", "read c%d" % conns,
                 pgbench(pg, READ_MIX, conns, args.seconds, meta["users"], meta["posts"], pg.work))
-        for conns in args.conns:
+        for conns in args.conns if "write" in args.only else ():
             pg.start_consumer()
             r = pgbench(pg, WRITE_MIX, conns, args.seconds, meta["users"], meta["posts"], pg.work)
             end = pg.wal_end()
@@ -363,13 +403,15 @@ def one_round(pg, fd, args, meta, first):
     def feedd_side():
         fd.start()
         S.settle(fd.api, fd.metrics, log=lambda *a: None)
-        for kind in KINDS:
+        if "rename" in args.only:
+            add("feedd", "rename 1 conn", feedd_renames(fd, args.latency_seconds, meta["users"]))
+        for kind in KINDS if "latency" in args.only else ():
             add("feedd", kind + " 1 conn", wrk(fd, kind, 1, args.latency_seconds, args.keys,
                                                 meta["users"]))
-        for conns in args.conns:
+        for conns in args.conns if "read" in args.only else ():
             add("feedd", "read c%d" % conns, wrk(fd, "read", conns, args.seconds, args.keys,
                                                   meta["users"]))
-        for conns in args.conns:
+        for conns in args.conns if "write" in args.only else ():
             r = wrk(fd, "write", conns, args.seconds, args.keys, meta["users"])
             r["drain_s"] = until(lambda: fd.lag() <= 0)
             add("feedd", "write c%d" % conns, r)
@@ -400,7 +442,8 @@ def table(rows, args, meta):
                 ("client_cores", "client cores", "%.2f", "low"),
                 ("consumer_cores", "wal2json consumer cores", "%.2f", "low"),
                 ("drain_s", "drain s", "%.2f", "low")):
-            if " 1 conn" in fig and key not in ("p50_ms", "p99_ms"):
+            if " 1 conn" in fig and key not in ("p50_ms", "p99_ms") and not (
+                    fig.startswith("rename") and key in ("req_per_s", "server_cpu_ms")):
                 continue
             p, d = med("postgres", fig, key), med("feedd", fig, key)
             if p is None and d is None:
@@ -421,9 +464,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--latency-seconds", type=int, default=5)
     ap.add_argument("--conns", default="8 64")
+    ap.add_argument("--only", default="rename latency read write",
+                    help="which figures: rename, latency (one connection), read, write")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     args.conns = [int(c) for c in args.conns.split()]
+    args.only = set(args.only.split())
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="feedd-peer.")
     os.chmod(work, 0o755)

@@ -9,7 +9,7 @@ OUT="${2:?usage: smoke.sh FEEDD_BIN OUT_DIR}"
 rm -rf "$OUT"
 QUICK=1 "$HERE/run.sh" 0.0002 "$OUT" >/dev/null
 md="$OUT/peer.md"
-for fig in "q1 1 conn p99 ms" "q6 1 conn p99 ms" "c3 1 conn p99 ms" "read c8 req/s" \
+for fig in "rename 1 conn p50 ms" "q1 1 conn p99 ms" "q6 1 conn p99 ms" "c3 1 conn p99 ms" "read c8 req/s" \
            "write c8 req/s" "write c8 server CPU ms/request" "write c8 drain s"; do
   grep -Eq "^\| $fig \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" "$md" ||
     { echo "smoke.sh: no figure '$fig' for both systems in $md"; cat "$md"; exit 1; }
