@@ -1,14 +1,12 @@
 #include "processors/processor_instance.h"
 
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
 #include <thread>
-#include <unordered_map>
 
 #include "processors/keyed_applier.h"
 #include "processors/staged_reads_view_context.h"

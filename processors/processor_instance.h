@@ -69,7 +69,7 @@ void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, s
 
 struct ProcessorStatus {
   std::string name, kind;
-  std::string source;  // "local" in the daemon, "kafka" in a worker
+  std::string source;  // "local": changes come in-process (CommitChangeSource)
   // starting, running, rebuilding, degraded (parked), paused, stopped
   std::string state;
   Lsn applied_lsn = 0;
