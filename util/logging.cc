@@ -1,10 +1,12 @@
 #include "util/logging.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 
@@ -76,11 +78,12 @@ bool ParseLogLevel(std::string_view text, LogLevel* level) {
 
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
 
-void Log(LogLevel level, std::string_view component, std::string_view message) {
-  static const bool tty = isatty(STDERR_FILENO) == 1;
+std::string FormatLogLine(LogLevel level, std::string_view component, std::string_view message,
+                          bool journal, std::chrono::system_clock::time_point now) {
   char prefix[64];
-  if (tty) {
-    auto now = std::chrono::system_clock::now();
+  if (journal) {
+    std::snprintf(prefix, sizeof(prefix), "<%d>", SyslogPriority(level));
+  } else {
     std::time_t secs = std::chrono::system_clock::to_time_t(now);
     int millis = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
@@ -89,13 +92,35 @@ void Log(LogLevel level, std::string_view component, std::string_view message) {
     gmtime_r(&secs, &tm_utc);
     size_t n = std::strftime(prefix, sizeof(prefix), "%Y-%m-%dT%H:%M:%S", &tm_utc);
     std::snprintf(prefix + n, sizeof(prefix) - n, ".%03dZ ", millis);
-  } else {
-    std::snprintf(prefix, sizeof(prefix), "<%d>", SyslogPriority(level));
   }
+  std::string line(prefix);
+  line += LevelName(level);
+  line += ' ';
+  line += component;
+  line += ": ";
+  line += message;
+  return line;
+}
+
+bool IsJournalStream(const char* journal_stream, int fd) {
+  unsigned long long device = 0, inode = 0;
+  char rest = 0;
+  if (journal_stream == nullptr ||
+      std::sscanf(journal_stream, "%llu:%llu%c", &device, &inode, &rest) != 2) {
+    return false;
+  }
+  struct stat st;
+  return fstat(fd, &st) == 0 && static_cast<unsigned long long>(st.st_dev) == device &&
+         static_cast<unsigned long long>(st.st_ino) == inode;
+}
+
+void Log(LogLevel level, std::string_view component, std::string_view message) {
+  static const bool journal = IsJournalStream(std::getenv("JOURNAL_STREAM"), STDERR_FILENO);
+  std::string line =
+      FormatLogLine(level, component, message, journal, std::chrono::system_clock::now());
+  line += '\n';
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stderr, "%s%s %.*s: %.*s\n", prefix, LevelName(level),
-               static_cast<int>(component.size()), component.data(),
-               static_cast<int>(message.size()), message.data());
+  std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }
 

@@ -1,9 +1,11 @@
-// Logging to stderr in a journald-friendly format:
+// Logging to stderr, one line per message:
+//   2026-11-24T20:40:00.123Z LEVEL component: message
+// with a UTC timestamp, except when stderr is the journal (systemd names the
+// stream in $JOURNAL_STREAM): journald stamps lines itself, so there the
+// line starts with the syslog priority prefix it understands instead,
 //   <N>LEVEL component: message
-// where <N> is the syslog priority prefix that journald understands
-// (SyslogLevelPrefix=yes is systemd's default), so `journalctl -p warning`
-// filters by level. When stderr is a terminal, the prefix is replaced by an
-// ISO-8601 timestamp.
+// (SyslogLevelPrefix=yes is systemd's default), and `journalctl -p warning`
+// filters by level.
 //
 // Repeated lines (one per failed accept, one per failed request) go through
 // FEEDD_LOG_EVERY_N_SEC, which writes at most one line per call site and
@@ -30,6 +32,14 @@ void SetLogLevel(LogLevel level);
 bool ParseLogLevel(std::string_view text, LogLevel* level);
 bool LogEnabled(LogLevel level);
 void Log(LogLevel level, std::string_view component, std::string_view message);
+
+// One log line, without its newline: journald's form when `journal`, else
+// the timestamped one (at `now`).
+std::string FormatLogLine(LogLevel level, std::string_view component, std::string_view message,
+                          bool journal, std::chrono::system_clock::time_point now);
+// Whether `fd` is the stream systemd connected to the journal:
+// `journal_stream` ($JOURNAL_STREAM, may be null) is "DEVICE:INODE" of it.
+bool IsJournalStream(const char* journal_stream, int fd);
 
 // Lets one line through per `interval` and counts the others.
 class LogRateLimiter {

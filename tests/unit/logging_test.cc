@@ -1,6 +1,11 @@
 #include "util/logging.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
 
 namespace feedd {
 namespace {
@@ -38,6 +43,37 @@ TEST(LogRateLimiterTest, EachMacroCallSiteHasItsOwnLimiter) {
   };
   EXPECT_EQ(count("first site"), 1u) << out;
   EXPECT_EQ(count("second site"), 1u) << out;
+}
+
+// Outside the journal every line carries its UTC time; in the journal
+// (which stamps lines itself) the syslog priority journald reads.
+TEST(LogFormatTest, TimestampedUnlessTheJournalIsTheDestination) {
+  const auto at = std::chrono::system_clock::time_point(std::chrono::milliseconds(1795552800123));
+  EXPECT_EQ(FormatLogLine(LogLevel::kWarning, "storage", "disk low", false, at),
+            "2026-11-24T20:40:00.123Z WARNING storage: disk low");
+  EXPECT_EQ(FormatLogLine(LogLevel::kWarning, "storage", "disk low", true, at),
+            "<4>WARNING storage: disk low");
+  EXPECT_EQ(FormatLogLine(LogLevel::kError, "main", "x", true, at), "<3>ERROR main: x");
+}
+
+// $JOURNAL_STREAM names the journal's stream by device and inode: only a
+// descriptor on that very file is the journal.
+TEST(LogFormatTest, TheJournalIsTheStreamJournalStreamNames) {
+  char path[] = "/tmp/feedd-log-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  const std::string self = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  EXPECT_TRUE(IsJournalStream(self.c_str(), fd));
+  const std::string other = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino + 1);
+  EXPECT_FALSE(IsJournalStream(other.c_str(), fd));
+  EXPECT_FALSE(IsJournalStream(nullptr, fd));
+  EXPECT_FALSE(IsJournalStream("", fd));
+  EXPECT_FALSE(IsJournalStream((self + "x").c_str(), fd));
+  EXPECT_FALSE(IsJournalStream("journal", fd));
+  close(fd);
+  unlink(path);
 }
 
 }  // namespace
