@@ -3,21 +3,22 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "feed/kafka_conf.h"
 #include "util/logging.h"
 
 namespace feedd {
 
 Result<std::unique_ptr<EmbeddedBroker>> EmbeddedBroker::Start(int brokers) {
   std::unique_ptr<EmbeddedBroker> broker(new EmbeddedBroker());
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The hosting handle never connects anywhere; keep it quiet.
-  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-  broker->host_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  Result<KafkaConfPtr> conf = NewKafkaConf({{"log_level", "3"}});
+  if (!conf.ok()) return conf.status();
+  char err[512];
+  broker->host_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof(err));
   if (broker->host_ == nullptr) {
-    rd_kafka_conf_destroy(conf);
     return Status(ErrorCode::kUnavailable, std::string("embedded broker: ") + err);
   }
+  conf->release();  // rd_kafka_new() took it
   broker->cluster_ = rd_kafka_mock_cluster_new(broker->host_, brokers);
   if (broker->cluster_ == nullptr) {
     return Status(ErrorCode::kUnavailable, "embedded broker: cannot create the mock cluster");

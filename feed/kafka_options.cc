@@ -1,8 +1,6 @@
 #include "feed/kafka_options.h"
 
-#include <librdkafka/rdkafka.h>
-
-#include <memory>
+#include "feed/kafka_conf.h"
 
 namespace feedd {
 
@@ -13,16 +11,10 @@ Status ValidateKafkaOptions(const KafkaOptions& options) {
                   "partition-key message keys a tombstone shares its key with every other item "
                   "of the partition, and log compaction would delete them all");
   }
-  std::unique_ptr<rd_kafka_conf_t, decltype(&rd_kafka_conf_destroy)> conf(rd_kafka_conf_new(),
-                                                                          &rd_kafka_conf_destroy);
-  for (const auto& [key, value] : options.properties) {
-    char err[512];
-    if (rd_kafka_conf_set(conf.get(), key.c_str(), value.c_str(), err, sizeof(err)) !=
-        RD_KAFKA_CONF_OK) {
-      return Status(ErrorCode::kInvalidRequest,
-                    "invalid option kafka." + key + ": " + err +
-                        " (a kafka.* key that is not a feedd option is passed to librdkafka)");
-    }
+  if (Result<KafkaConfPtr> conf = NewKafkaConf(options.properties); !conf.ok()) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "invalid option " + conf.status().message() +
+                      " (a kafka.* key that is not a feedd option is passed to librdkafka)");
   }
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "feed/kafka_conf.h"
 #include "feed/message_headers.h"
 
 namespace feedd {
@@ -13,22 +14,19 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
                                              const std::map<std::string, int>& partitions,
                                              uint64_t after_lsn, int64_t max_per_partition,
                                              std::chrono::milliseconds timeout) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [key, value] : properties) {
-    // Producer-only properties do not apply to a consumer: skip what it rejects.
-    rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof(err));
-  }
-  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+  std::map<std::string, std::string> props = properties;
+  props["enable.auto.commit"] = "false";
   // consumer_poll() needs a group id; assign() never joins the group.
-  rd_kafka_conf_set(conf, "group.id", ("feedd-tail-reader-" + std::to_string(getpid())).c_str(),
-                    err, sizeof(err));
-  rd_kafka_conf_set(conf, "fetch.wait.max.ms", "10", err, sizeof(err));
-  rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+  props["group.id"] = "feedd-tail-reader-" + std::to_string(getpid());
+  props["fetch.wait.max.ms"] = "10";
+  Result<KafkaConfPtr> conf = NewKafkaConf(props);
+  if (!conf.ok()) return conf.status();
+  char err[512];
+  rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
   if (consumer == nullptr) {
-    rd_kafka_conf_destroy(conf);
     return Status(ErrorCode::kUnavailable, std::string("recovery consumer: ") + err);
   }
+  conf->release();  // rd_kafka_new() took it
 
   std::set<uint64_t> lsns;
   std::map<std::pair<std::string, int>, int64_t> end_offsets;  // partitions still to read

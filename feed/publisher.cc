@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
 #include "util/logging.h"
@@ -166,33 +167,22 @@ class Publisher::Impl {
         {"log_level", "4"},
     };
     for (const auto& [k, v] : ClientProperties()) props[k] = v;
-    char err[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    for (const auto& [key, value] : props) {
-      if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof(err)) !=
-          RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        return Status(ErrorCode::kInvalidRequest, "kafka." + key + ": " + err);
-      }
-    }
+    Result<KafkaConfPtr> made = NewKafkaConf(props);
+    if (!made.ok()) return made.status();
+    rd_kafka_conf_t* conf = made->get();
     rd_kafka_conf_set_opaque(conf, this);
     rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
       static_cast<Impl*>(self)->OnDelivery(m);
     });
-    rd_kafka_conf_set_log_cb(
-        conf, [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
-          LogLevel l =
-              level <= 3 ? LogLevel::kError : (level <= 5 ? LogLevel::kWarning : LogLevel::kDebug);
-          if (LogEnabled(l)) Log(l, "kafka", std::string(fac) + ": " + buf);
-        });
     rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* self) {
       static_cast<Impl*>(self)->OnError(static_cast<rd_kafka_resp_err_t>(err), reason);
     });
+    char err[512];
     producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     if (producer_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
       return Status(ErrorCode::kInvalidRequest, std::string("kafka producer: ") + err);
     }
+    made->release();  // rd_kafka_new() took it
     return Status::Ok();
   }
 

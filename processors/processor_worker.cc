@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/message_headers.h"
 #include "processors/http_view_context.h"
@@ -53,8 +54,6 @@ class ProcessorWorker::Impl {
   ~Impl() { Stop(); }
 
   Status Start() {
-    char err[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
     std::map<std::string, std::string> props = {
         {"bootstrap.servers", options_.kafka.bootstrap},
         {"group.id", "feedd-processor-" + config_.name},
@@ -65,16 +64,16 @@ class ProcessorWorker::Impl {
         {"log_level", "3"},
     };
     for (const auto& [k, v] : options_.kafka.properties) props[k] = v;
-    for (const auto& [k, v] : props) {
-      rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err));  // producer-only: ignored
-    }
-    rd_kafka_conf_set_opaque(conf, this);
-    rd_kafka_conf_set_rebalance_cb(conf, &Impl::RebalanceCallback);
-    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    Result<KafkaConfPtr> conf = NewKafkaConf(props);
+    if (!conf.ok()) return conf.status();
+    rd_kafka_conf_set_opaque(conf->get(), this);
+    rd_kafka_conf_set_rebalance_cb(conf->get(), &Impl::RebalanceCallback);
+    char err[512];
+    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
     if (consumer_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
       return Status(ErrorCode::kUnavailable, std::string("kafka consumer: ") + err);
     }
+    conf->release();  // rd_kafka_new() took it
     rd_kafka_poll_set_consumer(consumer_);
     rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(4);
     for (const auto& c : sources_) {
