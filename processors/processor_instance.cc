@@ -126,7 +126,7 @@ class ProcessorInstance::Impl {
               oldest_ts == 0 ? page.records[0].ts_ms : std::min(oldest_ts, page.records[0].ts_ms);
         }
       }
-      uint64_t now = clock_->NowMillis();
+      uint64_t now = config_.clock->NowMillis();
       if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
     }
     { std::tie(s.state, s.last_error) = status_.Get(); }
@@ -510,7 +510,6 @@ class ProcessorInstance::Impl {
   const std::unique_ptr<ProcessorKind> kind_;
   const std::unique_ptr<ChangeSource> source_;
   const std::string consumer_name_;
-  Clock* const clock_ = Clock::System();
   std::set<std::string> sources_;
 
   std::mutex control_mutex_;  // Stop / Rebuild
@@ -541,7 +540,7 @@ class ProcessorInstance::Impl {
 
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {
   if (!config.on_view_committed || writes == 0 || change.ts_ms == 0) return;
-  uint64_t now = Clock::System()->NowMillis();
+  uint64_t now = config.clock->NowMillis();
   config.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
 }
 

@@ -43,6 +43,7 @@
 #include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
 #include "storage/document_store.h"
+#include "util/clock.h"
 
 namespace feedd {
 
@@ -58,6 +59,9 @@ struct ProcessorConfig {
   int max_attempts = 5;                         // before a change is parked
   std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
   ProcessorSettings settings;                   // the kind's settings
+  // Where lag and commit-to-view latency are measured from (the store's
+  // clock stamps the changes); not owned.
+  Clock* clock = Clock::System();
   // Called after a change's view writes commit, with the seconds since the
   // change itself was committed (for the commit-to-view histogram).
   std::function<void(double seconds)> on_view_committed;

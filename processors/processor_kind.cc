@@ -1,5 +1,8 @@
 #include "processors/processor_kind.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace feedd {
 namespace {
 
@@ -26,7 +29,13 @@ Status ProcessorSettings::Error(const std::string& key, const std::string& what)
 }
 
 bool ProcessorRegistry::Register(const std::string& kind, ProcessorFactory factory) {
-  return Factories().emplace(kind, std::move(factory)).second;
+  if (!Factories().emplace(kind, std::move(factory)).second) {
+    // Two kinds under one name: which one a configuration gets would depend
+    // on the link order. A build with this bug must not start.
+    std::fprintf(stderr, "feedd: processor kind '%s' is registered twice\n", kind.c_str());
+    std::abort();
+  }
+  return true;
 }
 
 Result<std::unique_ptr<ProcessorKind>> ProcessorRegistry::Create(

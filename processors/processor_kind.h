@@ -76,6 +76,9 @@ using ProcessorFactory = std::function<Result<std::unique_ptr<ProcessorKind>>(
 
 // Name -> factory. Kinds register at static-initialization time with
 // FEEDD_REGISTER_PROCESSOR_KIND; lookups happen after main() starts.
+// Register() refuses a name registered already: it prints which and aborts,
+// so a build with two kinds under one name never starts. It returns true
+// (the macro keeps it in a static).
 class ProcessorRegistry {
  public:
   static bool Register(const std::string& kind, ProcessorFactory factory);

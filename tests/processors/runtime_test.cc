@@ -281,6 +281,7 @@ class RuntimeTest : public ::testing::Test {
     options.data_dir = dir_;
     options.sync = false;
     options.retention_bytes = retention_bytes;
+    options.clock = clock_;
     options.containers = DefaultContainers();
     options.containers.push_back({"mirror", "/pk", {}});
     auto store = DocumentStore::Open(options);
@@ -310,6 +311,7 @@ class RuntimeTest : public ::testing::Test {
     config.max_attempts = max_attempts;
     config.retry_backoff = 1ms;
     config.settings = settings;
+    config.clock = clock_;
     config.settings.name = name;
     auto made = ProcessorRegistry::Create(kind, config.settings, store_->containers());
     EXPECT_TRUE(made.ok()) << made.status().ToString();
@@ -455,6 +457,9 @@ class RuntimeTest : public ::testing::Test {
     EXPECT_EQ(actual, expected);
   }
 
+  // The store's and the instances' clock (OpenStore(), Start()).
+  ManualClock manual_clock_{1'800'000'000'000};
+  Clock* clock_ = Clock::System();
   std::string dir_;
   std::unique_ptr<DocumentStore> store_;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
@@ -533,6 +538,20 @@ TEST_F(RuntimeTest, APausedInstanceTakesNoChangeUntilResumed) {
   EXPECT_EQ(mirror->GetStatus().state, "running");
 }
 
+// Two kinds under one name would make the configuration's meaning depend on
+// the link order: the second registration stops the program.
+TEST(ProcessorRegistryDeathTest, AKindRegisteredTwiceStopsTheProgram) {
+  EXPECT_DEATH(
+      {
+        ProcessorRegistry::Register("twice", MakeMirror);
+        ProcessorRegistry::Register("twice", MakeMirror);
+      },
+      "processor kind 'twice' is registered twice");
+  EXPECT_EQ(
+      ProcessorRegistry::Create("twice", ProcessorSettings{}, DefaultContainers()).status().code(),
+      ErrorCode::kInvalidRequest);  // the child's registrations stayed there
+}
+
 // In the daemon changes come in-process, in a worker from Kafka: `source`
 // may only agree (an in-daemon `source = kafka`, and `kafka_grace_ms`, are
 // accepted and ignored, so older configurations still start).
@@ -564,6 +583,24 @@ TEST(ProcessorSettingsTest, WhereChangesComeFromFollowsWhereTheInstanceRuns) {
   EXPECT_NE(s.message().find("kafka.brokers = none"), std::string::npos) << s.message();
   s = validate({{"source", "commit"}});
   EXPECT_NE(s.message().find("must be local or kafka"), std::string::npos) << s.message();
+}
+
+// Lag is measured on the clock the instance is given, against the change's
+// stamp from the store's clock: with a manual clock, exactly.
+TEST_F(RuntimeTest, LagIsMeasuredOnTheGivenClock) {
+  clock_ = &manual_clock_;
+  CloseStore();
+  OpenStore();
+  ProcessorInstance* mirror = StartMirror("one");
+  ASSERT_NE(mirror, nullptr);
+  const Lsn first = Upsert("posts", Note("k1", "n1", "a"));
+  ASSERT_TRUE(WaitApplied(*mirror, first));
+  mirror->Pause();
+  Upsert("posts", Note("k1", "n2", "b"));  // not applied while paused
+  manual_clock_.Advance(5000);
+  EXPECT_DOUBLE_EQ(mirror->GetStatus().lag_seconds, 5.0);
+  manual_clock_.Advance(2500);
+  EXPECT_DOUBLE_EQ(mirror->GetStatus().lag_seconds, 7.5);
 }
 
 // ---- what an instance does with its source (FakeChangeSource)
