@@ -33,7 +33,7 @@ void CommitChangeSource::OnCommitted(const CommittedChanges& records) {
     if (queued_bytes_ + bytes > options_.max_queued_bytes && !queue_.empty()) {
       ++overflowed_;  // the reader finds the gap and reads it from the feed
     } else {
-      queue_.push_back(records);
+      queue_.push_back(QueuedGroup{records, bytes});
       queued_bytes_ += bytes;
     }
   }
@@ -47,23 +47,22 @@ void CommitChangeSource::Seek(Lsn from) {
   acknowledged_ = recorded_ = from > 0 ? from - 1 : 0;
 }
 
+void CommitChangeSource::PopFront() {
+  queued_bytes_ -= queue_.front().bytes;
+  queue_.pop_front();
+}
+
 bool CommitChangeSource::TakeQueued(size_t max, std::vector<ChangeRecord>* out) {
-  while (!queue_.empty() && queue_.front()->back().lsn < next_) {
-    queued_bytes_ -= BytesOf(*queue_.front());
-    queue_.pop_front();
-  }
-  if (queue_.empty() || queue_.front()->front().lsn > next_) return false;
+  while (!queue_.empty() && queue_.front().records->back().lsn < next_) PopFront();
+  if (queue_.empty() || queue_.front().records->front().lsn > next_) return false;
   while (!queue_.empty() && out->size() < max) {
-    const std::vector<ChangeRecord>& group = *queue_.front();
+    const std::vector<ChangeRecord>& group = *queue_.front().records;
     if (group.front().lsn > next_) break;  // a gap: the next call reads it from the feed
     for (size_t i = next_ - group.front().lsn; i < group.size() && out->size() < max; ++i) {
       out->push_back(group[i]);
     }
     next_ = out->back().lsn + 1;
-    if (group.back().lsn < next_) {
-      queued_bytes_ -= BytesOf(group);
-      queue_.pop_front();
-    }
+    if (group.back().lsn < next_) PopFront();
   }
   from_commits_ += out->size();
   return true;
@@ -84,7 +83,7 @@ Status CommitChangeSource::NextBatch(size_t max, std::chrono::milliseconds wait,
       // means the record is only in the feed.
       if (!queue_.empty() || store_->HeadLsn() >= next_) {
         from = next_;
-        before = queue_.empty() ? 0 : queue_.front()->front().lsn;
+        before = queue_.empty() ? 0 : queue_.front().records->front().lsn;
         break;
       }
       if (wake_.wait_until(lock, deadline) == std::cv_status::timeout) {

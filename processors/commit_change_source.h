@@ -73,10 +73,17 @@ class CommitChangeSource final : public ChangeSource {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<CommittedChanges> queue_;  // GUARDED_BY(mutex_)
-  size_t queued_bytes_ = 0;             // GUARDED_BY(mutex_)
-  Lsn next_ = 1;                        // GUARDED_BY(mutex_)
-  bool interrupted_ = false;            // GUARDED_BY(mutex_)
+  // A group as queued, with the bytes it counts for (computed once).
+  struct QueuedGroup {
+    CommittedChanges records;
+    size_t bytes = 0;
+  };
+  void PopFront();  // under mutex_
+
+  std::deque<QueuedGroup> queue_;  // GUARDED_BY(mutex_)
+  size_t queued_bytes_ = 0;        // GUARDED_BY(mutex_)
+  Lsn next_ = 1;                   // GUARDED_BY(mutex_)
+  bool interrupted_ = false;       // GUARDED_BY(mutex_)
 
   // The reader's thread only.
   Lsn acknowledged_ = 0;
