@@ -422,7 +422,7 @@ def one_round(pg, fd, args, meta, first):
     return rows
 
 
-def table(rows, args, meta):
+def table(rows):
     figures = list(dict.fromkeys(r["figure"] for r in rows))
 
     def med(system, figure, key):
@@ -521,7 +521,7 @@ def main():
                  if fd_load["load_s"] else "(loaded beforehand)",
                  pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"]))
     md = "%s\n\n%s\n\nMedians of %d rounds; feedd %s; %s; command: `%s`\n" % (
-        loads, table(rows, args, meta), args.rounds, commit, time.strftime("%Y-%m-%d"), command)
+        loads, table(rows), args.rounds, commit, time.strftime("%Y-%m-%d"), command)
     with open(os.path.join(args.out, "peer.md"), "w") as f:
         f.write(md)
     with open(os.path.join(args.out, "peer.json"), "w") as f:
