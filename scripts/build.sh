@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 build_dir=build
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr)
+# ccache, where installed, makes rebuilds in other checkouts cheap.
+if command -v ccache >/dev/null; then cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 if [ "${FEEDD_SANITIZE:-0}" = "1" ]; then
   build_dir=build-asan
   cmake_args+=(-DFEEDD_SANITIZE=ON)
