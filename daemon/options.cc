@@ -310,6 +310,12 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
+    {"kafka.resolved_interval_ms", "1000",
+     "resolved markers to every partition at most this often, when something was published "
+     "(docs/kafka.md, 'Resolved markers'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.resolved_interval_ms);
+     }},
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},

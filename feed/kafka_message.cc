@@ -119,4 +119,13 @@ KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& re
   return m;
 }
 
+KafkaMessage EncodeResolvedMarker(const KafkaOptions& options, const std::string& container,
+                                  Lsn resolved) {
+  KafkaMessage m;
+  m.topic = TopicFor(options, container);
+  m.key = std::string(kResolvedKey);
+  m.value = boost::json::serialize(boost::json::object{{"resolved", resolved}});
+  return m;
+}
+
 }  // namespace feedd

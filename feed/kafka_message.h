@@ -52,4 +52,14 @@ KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& recor
 // The tombstone that follows a delete when options.tombstones is set.
 KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& record);
 
+// A resolved marker (docs/kafka.md, "Resolved markers"): "every change up to
+// LSN N of this topic's container is in Kafka". Its key is kResolvedKey (an
+// item key is a JSON array, so it never is one), its value
+// {"resolved":N} in both envelopes, its headers kResolvedHeader = N and
+// feedd-container; it has no feedd-lsn header, so readers of changes skip it.
+inline constexpr std::string_view kResolvedKey = "feedd-resolved";
+inline constexpr const char* kResolvedHeader = "feedd-resolved";
+KafkaMessage EncodeResolvedMarker(const KafkaOptions& options, const std::string& container,
+                                  Lsn resolved);
+
 }  // namespace feedd

@@ -47,6 +47,11 @@ struct KafkaOptions {
   // Back-pressure: at most this many messages / bytes awaiting delivery.
   size_t max_inflight_messages = 20000;
   size_t max_inflight_bytes = 64u * 1024 * 1024;
+  // Resolved markers (docs/kafka.md, "Resolved markers"): every this many
+  // milliseconds, when something was published since the last round, every
+  // partition of every topic gets a marker "every change up to LSN N is in
+  // Kafka". 0: no markers.
+  uint32_t resolved_interval_ms = 1000;
   // Name in the Debezium `source.name` field.
   std::string instance_name = "feedd";
   // librdkafka properties (linger.ms, security.protocol, sasl.*, ...).

@@ -31,9 +31,22 @@ struct InFlight {
   size_t bytes = 0;
 };
 
-// The delivery-report opaque of a message is its change's LSN.
+// One round of resolved markers, one per partition of every topic.
+struct MarkerRound {
+  int remaining = 0;  // markers awaiting their delivery report
+  bool failed = false;
+};
+
+// The delivery-report opaque of a message is its change's LSN, or, for a
+// resolved marker, the LSN it vouches for with kMarkerBit set (LSNs stay
+// far below 2^63).
+constexpr uintptr_t kMarkerBit = uintptr_t{1} << 63;
 void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
-Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p)); }
+void* MarkerOpaque(Lsn lsn) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn) | kMarkerBit);
+}
+bool IsMarkerOpaque(void* p) { return (reinterpret_cast<uintptr_t>(p) & kMarkerBit) != 0; }
+Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p) & ~kMarkerBit); }
 
 }  // namespace
 
@@ -75,6 +88,7 @@ class Publisher::Impl {
     next_ = start + 1;
     published_snapshot_ = published_;
     acked_to_store_ = start;
+    resolved_sent_ = start;  // a marker only for what this run publishes
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
     thread_ = std::thread([this] {
       SetThreadName("feedd-publish");
@@ -134,6 +148,8 @@ class Publisher::Impl {
     s.envelopes_undecodable = envelopes_undecodable_.load();
     s.inflight_messages = inflight_messages_.load();
     s.inflight_bytes = inflight_bytes_.load();
+    s.resolved_lsn = resolved_lsn_.load();
+    s.resolved_markers = resolved_markers_.load();
     return s;
   }
 
@@ -195,6 +211,7 @@ class Publisher::Impl {
 
   // ---- callbacks (publisher thread, inside rd_kafka_poll) ----
   void OnDelivery(const rd_kafka_message_t* m) {
+    if (IsMarkerOpaque(m->_private)) return OnMarkerDelivery(m);
     Lsn lsn = OpaqueLsn(m->_private);
     auto it = inflight_.find(lsn);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -391,6 +408,7 @@ class Publisher::Impl {
     rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
     AdvanceCheckpoint();
     AckStore(false);
+    SendResolvedMarkers();
     if (inflight_messages_.load() == 0 && next_ > store_->HeadLsn()) WaitForChanges();
   }
 
@@ -469,6 +487,72 @@ class Publisher::Impl {
     ++inflight_[record.lsn].remaining;
     ++inflight_messages_;
     inflight_bytes_ += len;
+  }
+
+  // ---- resolved markers (docs/kafka.md, "Resolved markers") ----
+  // Every resolved_interval_ms, when the persisted checkpoint moved since
+  // the last round: a marker with it to every partition of every topic. The
+  // checkpoint only counts delivered changes, and it is persisted first, so
+  // a marker is never ahead of the broker, and a restarted publisher (which
+  // starts at the persisted checkpoint) never sends a lower one.
+  void SendResolvedMarkers() {
+    if (options_.resolved_interval_ms == 0 || acked_to_store_ <= resolved_sent_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_resolved_round_ < std::chrono::milliseconds(options_.resolved_interval_ms)) {
+      return;
+    }
+    const Lsn resolved = acked_to_store_;
+    const std::string header = std::to_string(resolved);
+    int sent = 0;
+    for (const auto& [container, topic] : topics_) {
+      const KafkaMessage marker = EncodeResolvedMarker(options_, container, resolved);
+      const auto count = partition_counts_.find(topic);
+      if (count == partition_counts_.end()) continue;
+      for (int32_t partition = 0; partition < count->second; ++partition) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            producer_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(marker.key.data(), marker.key.size()),
+            RD_KAFKA_V_VALUE(const_cast<char*>(marker.value->data()), marker.value->size()),
+            RD_KAFKA_V_HEADER(kResolvedHeader, header.data(), static_cast<ssize_t>(header.size())),
+            RD_KAFKA_V_HEADER("feedd-container", container.data(),
+                              static_cast<ssize_t>(container.size())),
+            RD_KAFKA_V_OPAQUE(MarkerOpaque(resolved)), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          // The next round covers this partition; markers stay monotonic.
+          SetError("resolved marker " + header + " to " + topic + "/" + std::to_string(partition) +
+                   ": " + rd_kafka_err2str(e));
+          continue;
+        }
+        ++sent;
+        ++inflight_messages_;
+        inflight_bytes_ += marker.value->size();
+      }
+    }
+    if (sent > 0) marker_rounds_[resolved].remaining += sent;
+    resolved_sent_ = resolved;
+    last_resolved_round_ = now;
+  }
+
+  void OnMarkerDelivery(const rd_kafka_message_t* m) {
+    const Lsn resolved = OpaqueLsn(m->_private);
+    --inflight_messages_;
+    inflight_bytes_ -= m->len;
+    auto round = marker_rounds_.find(resolved);
+    if (round == marker_rounds_.end()) return;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // Not a change: nothing to rewind; the next round carries a higher LSN.
+      ++delivery_errors_;
+      SetError("delivery of the resolved marker " + std::to_string(resolved) + " to " +
+               rd_kafka_topic_name(m->rkt) + "/" + std::to_string(m->partition) +
+               " failed: " + rd_kafka_err2str(m->err));
+      round->second.failed = true;
+    } else {
+      ++resolved_markers_;
+    }
+    if (--round->second.remaining > 0) return;
+    if (!round->second.failed) resolved_lsn_ = std::max(resolved_lsn_.load(), resolved);
+    marker_rounds_.erase(round);
   }
 
   // Moves the checkpoint over every fully delivered change.
@@ -579,6 +663,9 @@ class Publisher::Impl {
   std::map<Lsn, InFlight> inflight_;
   std::set<Lsn> reference_only_;                 // rejected as too large by the broker
   std::map<std::string, int> partition_counts_;  // topic -> partitions, read by Prepare()
+  Lsn resolved_sent_ = 0;                        // the last marker round produced
+  std::chrono::steady_clock::time_point last_resolved_round_;
+  std::map<Lsn, MarkerRound> marker_rounds_;  // by the LSN they vouch for
   bool prepared_ = false;
   bool rewind_ = false;
   bool fatal_ = false;
@@ -603,7 +690,9 @@ class Publisher::Impl {
   std::atomic<uint64_t> oldest_unpublished_ts_{0};
   std::atomic<uint64_t> fatal_errors_{0};
   std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
-      envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0};
+      envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0},
+      resolved_markers_{0};
+  std::atomic<Lsn> resolved_lsn_{0};
 };
 
 Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -297,8 +297,10 @@ class ProcessorWorker::Impl {
     if (lsn != 0) part->second.last_lsn = lsn;
     Pending& pending = part->second.offsets[m->offset];
     pending.lsn = lsn;
-    // Nothing to apply: a tombstone, another kind of message, a change
-    // already applied from the durable feed, or a duplicate in flight.
+    // Nothing to apply: a tombstone, a resolved marker (no feedd-lsn
+    // header), another kind of message, a change already applied from the
+    // durable feed, or a duplicate in flight. Its offset is settled at once,
+    // so offsets are committed past it.
     if (!change || lsn <= part->second.skip_through || positions_.count(lsn) != 0) {
       pending.done = true;
       return;

@@ -91,6 +91,12 @@ class KMsg:
             return None
         return int(raw)
 
+    @property
+    def resolved(self):
+        """The LSN a resolved marker vouches for; None for other messages."""
+        raw = self.headers.get("feedd-resolved")
+        return int(raw) if raw is not None and raw.isdigit() else None
+
     def where(self):
         return "%s/%d@%d" % (self.topic, self.partition, self.offset)
 
@@ -99,11 +105,13 @@ class KMsg:
         return "KMsg(%s key=%r headers=%r value=%r)" % (self.where(), self.key, self.header_list, v)
 
 
-def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_S):
+def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_S,
+                markers=False):
     """Reads every partition of `topics` from the beginning (python3-kafka, no
     group) until each reached its end offset and nothing new came for idle_s.
 
-    Returns (messages in (topic, partition, offset) order, {tp: low watermark}).
+    Returns (messages in (topic, partition, offset) order, {tp: low watermark});
+    resolved markers only with markers=True.
     """
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                              auto_offset_reset="earliest", enable_auto_commit=False,
@@ -149,6 +157,8 @@ def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_
                                      "%.0f s (next offset, end offset): %r"
                                      % (bootstrap, timeout_s, short))
         out.sort(key=lambda m: (m.topic, m.partition, m.offset))
+        if not markers:
+            out = [m for m in out if m.resolved is None]
         return out, {(tp.topic, tp.partition): low[tp] for tp in parts}
     finally:
         consumer.close()
@@ -559,8 +569,10 @@ class KafkaNativeTest(FeeddTestCase):
         got = []
         for line in lines:
             p, o, headers = line.split(" ", 2)
-            lsn = dict(h.split("=", 1) for h in headers.split(",")).get("feedd-lsn")
-            got.append((int(p), int(o), lsn))
+            headers = dict(h.split("=", 1) for h in headers.split(","))
+            if "feedd-resolved" in headers:
+                continue  # a resolved marker
+            got.append((int(p), int(o), headers.get("feedd-lsn")))
         expected = [(m.partition, m.offset, m.headers["feedd-lsn"].decode())
                     for m in messages if m.topic == "feedd.posts"]
         sys.stderr.write("\n  kcat read %d messages of feedd.posts (python3-kafka: %d)\n"
@@ -699,6 +711,114 @@ class KafkaItemKeyTest(FeeddTestCase):
             pk = t.headers["feedd-partition-key"].decode("utf-8")
             self.assertEqual(t.key, item_key(pk, t.headers["feedd-id"].decode("utf-8")), t)
             self.assertEqual(t.partition, partition_of(pk), t)
+
+
+def wait_resolved(tc, client, lsn, timeout_s=PUBLISH_TIMEOUT_S):
+    """Waits until every partition acknowledged a resolved marker >= lsn;
+    returns /v1/feed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = client.feed_info()
+        if (info["kafka"].get("resolvedLsn") or 0) >= lsn:
+            return info
+        if time.monotonic() > deadline:
+            tc.fail("no resolved marker for LSN %d after %.0f s: %s"
+                    % (lsn, timeout_s, json.dumps(info)))
+        time.sleep(0.02)
+
+
+def check_markers(tc, messages, changes, head):
+    """Per topic partition, in offset order: every resolved marker is above
+    the one before, at most `head`, and after every change of that partition
+    with an LSN up to its own (compared with /v1/changefeed). Returns
+    {(topic, partition): [marker LSNs in offset order]}."""
+    feed_of = collections.defaultdict(set)
+    for change, _ in changes:
+        feed_of[("feedd." + change["container"], partition_of(change["partitionKey"]))].add(
+            change["lsn"])
+    seen = collections.defaultdict(set)
+    markers = collections.defaultdict(list)
+    for m in sorted(messages, key=lambda m: (m.topic, m.partition, m.offset)):
+        where = (m.topic, m.partition)
+        if m.resolved is None:
+            seen[where].add(m.lsn)
+            continue
+        what = "marker %d at %s" % (m.resolved, m.where())
+        tc.assertEqual(m.key, b"feedd-resolved", what)
+        tc.assertEqual(json.loads(m.value), {"resolved": m.resolved}, what)
+        tc.assertNotIn("feedd-lsn", m.headers, what)
+        tc.assertEqual(b"feedd." + m.headers.get("feedd-container", b""), m.topic.encode(), what)
+        tc.assertLessEqual(m.resolved, head, what)
+        if markers[where]:
+            tc.assertGreater(m.resolved, markers[where][-1], "%s: not above the one before" % what)
+        ahead = sorted(lsn for lsn in feed_of[where] if lsn <= m.resolved and lsn not in seen[where])
+        tc.assertEqual(ahead[:10], [], "%s: changes of its partition at or below it come later"
+                       % what)
+        markers[where].append(m.resolved)
+    return markers
+
+
+class KafkaResolvedTest(FeeddTestCase):
+    """Resolved markers against the real daemon, read with python3-kafka and
+    compared with /v1/changefeed."""
+
+    INTERVAL_MS = 100
+
+    def setUp(self):
+        self.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        self.daemon = FeeddDaemon(name="feedd-resolved", extra_args=[
+            "--kafka.resolved_interval_ms=%d" % self.INTERVAL_MS])
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def test_markers_are_monotonic_and_never_ahead_of_what_was_published(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        w = Workload(self, c, random.Random(self.seed))
+        bursts = 4
+        for _ in range(bursts):
+            w.run(40)
+            wait_resolved(self, c, c.head_lsn())  # one round per burst at least
+        info = wait_published(self, c, what="resolved markers")
+        head = info["headLsn"]
+        info = wait_resolved(self, c, head)
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap, markers=True)
+        markers = check_markers(self, messages, changes, head)
+        self.assertEqual(sorted(markers), sorted((t, p) for t in TOPICS for p in range(3)),
+                         "a marker in every partition of every topic")
+        for where, lsns in markers.items():
+            self.assertEqual(lsns[-1], head, where)
+            self.assertGreaterEqual(len(lsns), bursts, where)
+        total = sum(len(lsns) for lsns in markers.values())
+        self.assertEqual(info["kafka"]["resolvedMarkers"], total, info)
+        self.assertEqual(info["kafka"]["resolvedLsn"], head, info)
+        self.assertEqual(info["kafka"]["delivered"], head, "markers are not counted as changes")
+        a = Analysis([m for m in messages if m.resolved is None], changes, lows)
+        a.assert_exactly_once(self, "with resolved markers")
+        sys.stderr.write("\n  %d changes, %d markers (%d rounds)\n"
+                         % (head, total, total // 9))
+
+    def test_no_marker_while_nothing_is_published(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        wait_published(self, c, what="idle start")
+        messages, _ = consume_all(bootstrap, markers=True, idle_s=0.2)
+        self.assertEqual(messages, [], "nothing written, nothing published")
+        r = c.create("posts", {"id": "r1", "postId": "rp", "type": "kafkatest"})
+        self.assertStatus(r, 201)
+        lsn = self.assertLsnHeader(r)
+        info = wait_resolved(self, c, lsn)
+        self.assertEqual(info["kafka"]["resolvedMarkers"], 9, info)
+        # An absence is watched over a window: 10 intervals.
+        time.sleep(10 * self.INTERVAL_MS / 1000.0)
+        info = c.feed_info()
+        self.assertEqual(info["kafka"]["resolvedMarkers"], 9, "one round, not one per interval")
+        messages, _ = consume_all(bootstrap, markers=True, idle_s=0.2)
+        self.assertEqual(sorted((m.topic, m.partition, m.resolved) for m in messages
+                                if m.resolved is not None),
+                         sorted((t, p, lsn) for t in TOPICS for p in range(3)))
+        self.assertEqual([m.lsn for m in messages if m.resolved is None], [lsn])
 
 
 class KafkaConfigCheckTest(unittest.TestCase):

@@ -339,6 +339,18 @@ TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
   ExpectError("kafka.linger.ms");
 }
 
+// Feedd options, not librdkafka properties (which would reject them).
+TEST_F(OptionsTest, ResolvedInterval) {
+  DaemonConfig defaults = LoadOk();
+  EXPECT_EQ(defaults.kafka.resolved_interval_ms, 1000u);
+  args_ = {"--kafka.resolved_interval_ms=0"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.kafka.resolved_interval_ms, 0u);
+  EXPECT_TRUE(config.kafka.properties.empty());
+  args_ = {"--kafka.resolved_interval_ms=-1"};
+  ExpectError("kafka.resolved_interval_ms");
+}
+
 TEST_F(OptionsTest, MessageKeyAndTombstones) {
   EXPECT_EQ(LoadOk().kafka.message_key, MessageKey::kPartitionKey);
   args_ = {"--kafka.message_key=item", "--kafka.tombstones=true"};
