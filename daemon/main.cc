@@ -123,7 +123,7 @@ int Run(const DaemonConfig& config) {
   const bool embedded = config.kafka.brokers == "embedded";
   if (config.kafka.brokers != "none") {
     if (embedded) {
-      auto started = EmbeddedBroker::Start();
+      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
       if (!started.ok()) {
         FEEDD_LOG(kError, "main") << started.status().ToString();
         return kExitStartupFailure;

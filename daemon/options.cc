@@ -316,6 +316,10 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 0, 3600000, &c.kafka.resolved_interval_ms);
      }},
+    {"kafka.embedded_port", "0", "bootstrap port of the embedded broker; 0: a free port (0..65535)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 65535, &c.kafka.embedded_port);
+     }},
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},

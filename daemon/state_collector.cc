@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "daemon/metric_families.h"
+#include "feed/bootstrap_relay.h"
 
 namespace feedd {
 namespace {
@@ -185,6 +186,9 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(p.resolved_lsn));
     f.Counter("feedd_kafka_resolved_markers_total", "Resolved markers acknowledged by the broker",
               static_cast<double>(p.resolved_markers));
+    f.Counter("feedd_kafka_embedded_relay_refused_total",
+              "Connections to kafka.embedded_port refused over the relay's limit",
+              static_cast<double>(BootstrapRelay::RefusedTotal()));
     f.Gauge("feedd_kafka_inflight_messages", "Messages awaiting delivery",
             static_cast<double>(p.inflight_messages));
     f.Gauge("feedd_kafka_broker_up", "1 while a Kafka broker answers", p.connected ? 1 : 0);

@@ -52,6 +52,8 @@ struct KafkaOptions {
   // partition of every topic gets a marker "every change up to LSN N is in
   // Kafka". 0: no markers.
   uint32_t resolved_interval_ms = 1000;
+  // The embedded broker's bootstrap port; 0: a free port chosen at start.
+  uint16_t embedded_port = 0;
   // Name in the Debezium `source.name` field.
   std::string instance_name = "feedd";
   // librdkafka properties (linger.ms, security.protocol, sasl.*, ...).

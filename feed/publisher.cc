@@ -9,9 +9,11 @@
 #include <set>
 #include <thread>
 
+#include "feed/embedded_broker.h"
 #include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
+#include "feed/retained_tail.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -80,8 +82,14 @@ class Publisher::Impl {
     start = published_;
     if (embedded_) {
       // An in-memory broker starts empty: republish what any registered
-      // consumer still needs.
+      // consumer still needs, and at least the newest part of the retained
+      // feed that fits the broker's window, for consumers reading from the
+      // beginning.
       for (const auto& c : store_->Consumers()) start = std::min(start, c.acked);
+      Result<Lsn> tail = RetainedTailStart(*store_, options_, options_.partitions,
+                                           EmbeddedBroker::kRepublishBytesPerPartition);
+      if (!tail.ok()) return tail.status();
+      start = std::min(start, *tail - 1);
     }
     start = std::max(start, store_->OldestRetainedLsn() - 1);
     published_ = start;

@@ -16,6 +16,7 @@
 
 #include "feed/embedded_broker.h"
 #include "feed/kafka_message.h"
+#include "feed/retained_tail.h"
 #include "tests/feed/forwarding_store.h"
 
 namespace feedd {
@@ -527,6 +528,85 @@ TEST_F(PublisherTest, ResolvedMarkersStayMonotonicAcrossARestart) {
   auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
   ExpectExactlyOnce(messages);
   EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
+}
+
+// The tail of the retained feed that fits a per-partition budget: contiguous
+// up to the head, and as long as the fullest partition allows.
+TEST_F(PublisherTest, RetainedTailStartKeepsEveryPartitionWithinTheBudget) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(
+        Upsert("users", R"({"id":"u)" + std::to_string(i) + R"(","userId":"u1"})").status.ok());
+  }
+  const std::string blob(10000, 'x');
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i) + R"(","postId":"p1","blob":")" +
+                                    blob + R"("})")
+                    .status.ok());
+  }
+  const Lsn head = store_->HeadLsn();
+  ASSERT_EQ(head, 35u);
+  auto everything = RetainedTailStart(*store_, kafka_, 3, 10 << 20);
+  ASSERT_TRUE(everything.ok()) << everything.status().ToString();
+  EXPECT_EQ(*everything, 1u);
+  auto nothing = RetainedTailStart(*store_, kafka_, 3, 100);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_EQ(*nothing, head + 1);
+  // ~10.2 KB per post message: 9 fit in 100,000 bytes, 10 do not.
+  auto tail = RetainedTailStart(*store_, kafka_, 3, 100000);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(*tail, head - 8);
+}
+
+// The embedded broker starts empty: a publisher starting on a fresh one
+// republishes the retained tail that fits its window (not just what
+// registered consumers still need, which here is nothing), all of it kept.
+TEST_F(PublisherTest, AFreshEmbeddedBrokerGetsTheRetainedTailThatFitsItsWindow) {
+  kafka_.resolved_interval_ms = 0;
+  StartPublisher();
+  std::string blob(100 * 1024, 'x');
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>('a' + (i * 7919) % 26);
+  for (int i = 0; i < 60; ++i) {  // ~6 MiB in one partition: more than the window
+    ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i) + R"(","postId":"p1","n":)" +
+                                    std::to_string(i) + R"(,"blob":")" + blob + R"("})")
+                    .status.ok());
+    if (i % 6 == 0) {
+      ASSERT_TRUE(
+          Upsert("users", R"({"id":"u)" + std::to_string(i) + R"(","userId":"u1"})").status.ok());
+    }
+  }
+  const Lsn head = store_->HeadLsn();
+  WaitPublished(head);
+  publisher_->Stop();
+  publisher_.reset();
+
+  broker_.reset();
+  auto broker = EmbeddedBroker::Start();
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  broker_ = std::move(*broker);
+  for (const auto& c : store_->containers()) {
+    ASSERT_TRUE(broker_->CreateTopic(kafka_.topic_prefix + c.name, 3).ok());
+  }
+  StartPublisher();
+  auto first = RetainedTailStart(*store_, kafka_, 3, EmbeddedBroker::kRepublishBytesPerPartition);
+  ASSERT_TRUE(first.ok());
+  EXPECT_GT(*first, 10u) << "the whole feed does not fit the window";
+  EXPECT_LT(*first, head - 20) << "a good part of it does";
+  WaitPublished(head);
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), head - *first + 1);
+  std::vector<Lsn> lsns;
+  std::map<std::pair<std::string, int>, int64_t> lowest_offset;
+  for (const auto& m : messages) {
+    lsns.push_back(m.lsn);
+    auto [it, added] = lowest_offset.try_emplace({m.topic, m.partition}, m.offset);
+    if (!added) it->second = std::min(it->second, m.offset);
+  }
+  std::sort(lsns.begin(), lsns.end());
+  std::vector<Lsn> expected;
+  for (Lsn lsn = *first; lsn <= head; ++lsn) expected.push_back(lsn);
+  EXPECT_EQ(lsns, expected) << "the tail from LSN " << *first << ", each change once";
+  for (const auto& [where, offset] : lowest_offset) {
+    EXPECT_EQ(offset, 0) << where.first << "/" << where.second << ": the broker dropped some";
+  }
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ import unittest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from feedd_harness import FeeddDaemon, FeeddTestCase
+from feedd_harness import DaemonError, FeeddDaemon, FeeddTestCase
 
 TOPICS = ("feedd.users", "feedd.posts", "feedd.feed")
 HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id", "feedd-partition-key")
@@ -819,6 +820,60 @@ class KafkaResolvedTest(FeeddTestCase):
                                 if m.resolved is not None),
                          sorted((t, p, lsn) for t in TOPICS for p in range(3)))
         self.assertEqual([m.lsn for m in messages if m.resolved is None], [lsn])
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class KafkaEmbeddedRestartTest(FeeddTestCase):
+    """The embedded broker starts empty; after a restart it holds the
+    retained tail again, at the same bootstrap address (kafka.embedded_port)."""
+
+    def test_retained_tail_at_the_same_address_after_a_restart(self):
+        self.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        port = free_port()
+        daemon = FeeddDaemon(name="feedd-embedded-restart",
+                             extra_args=["--kafka.embedded_port=%d" % port])
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        bootstrap = "127.0.0.1:%d" % port
+        self.assertEqual(daemon.ready.get("kafka"), bootstrap, daemon.ready)
+        c = daemon.client()
+        Workload(self, c, random.Random(self.seed)).run(120)
+        wait_published(self, c, what="before the restart")
+        before, _ = consume_all(bootstrap)
+        daemon.restart()
+        self.assertEqual(daemon.ready.get("kafka"), bootstrap, "the bootstrap address changed")
+        c = daemon.client()
+        info = wait_published(self, c, what="after the restart")
+        kafka_info_ok(self, info, bootstrap, "after the restart")
+        self.assertIn("a relay to 127.0.0.1:", daemon.logs())
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap)  # through the fixed port
+        a = Analysis(messages, changes, lows)
+        sys.stderr.write("\n  before the restart %d records; after: %s\n"
+                         % (len(before), a.summary()))
+        # Everything retained fits the broker's window: all of it is back.
+        a.assert_exactly_once(self, "after the restart")
+        self.assertEqual(len(messages), len(before))
+        self.assertEqual([(m.topic, m.partition, m.lsn) for m in messages],
+                         [(m.topic, m.partition, m.lsn) for m in before])
+
+    def test_a_taken_port_is_a_clear_start_up_error(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            daemon = FeeddDaemon(name="feedd-port-taken",
+                                 extra_args=["--kafka.embedded_port=%d" % port])
+            self.addCleanup(daemon.cleanup)
+            with self.assertRaises(DaemonError):
+                daemon.start()
+            self.assertIn("kafka.embedded_port: cannot listen on 127.0.0.1:%d" % port,
+                          daemon.logs())
 
 
 class KafkaConfigCheckTest(unittest.TestCase):

@@ -340,13 +340,17 @@ TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
 }
 
 // Feedd options, not librdkafka properties (which would reject them).
-TEST_F(OptionsTest, ResolvedInterval) {
+TEST_F(OptionsTest, ResolvedIntervalAndEmbeddedPort) {
   DaemonConfig defaults = LoadOk();
   EXPECT_EQ(defaults.kafka.resolved_interval_ms, 1000u);
-  args_ = {"--kafka.resolved_interval_ms=0"};
+  EXPECT_EQ(defaults.kafka.embedded_port, 0u);
+  args_ = {"--kafka.resolved_interval_ms=0", "--kafka.embedded_port=39092"};
   DaemonConfig config = LoadOk();
   EXPECT_EQ(config.kafka.resolved_interval_ms, 0u);
+  EXPECT_EQ(config.kafka.embedded_port, 39092u);
   EXPECT_TRUE(config.kafka.properties.empty());
+  args_ = {"--kafka.embedded_port=65536"};
+  ExpectError("kafka.embedded_port");
   args_ = {"--kafka.resolved_interval_ms=-1"};
   ExpectError("kafka.resolved_interval_ms");
 }
