@@ -303,11 +303,13 @@ class Publisher::Impl {
                                    static_cast<int64_t>(options_.max_inflight_messages),
                                    std::chrono::seconds(10));
     if (!found.ok()) return found.status();
-    if (!found->empty()) {
-      FEEDD_LOG(kInfo, "kafka") << found->size() << " changes after LSN " << published_
+    if (!found->lsns.empty()) {
+      FEEDD_LOG(kInfo, "kafka") << found->lsns.size() << " changes after LSN " << published_
                                 << " are already in Kafka; they will not be sent again";
     }
-    already_in_kafka_.insert(found->begin(), found->end());
+    already_in_kafka_.insert(found->lsns.begin(), found->lsns.end());
+    // Only with a lost checkpoint can an earlier marker be above it.
+    resolved_sent_ = std::max(resolved_sent_, found->resolved);
     partition_counts_ = std::move(counts);
     connected_ = true;
     prepared_ = true;

@@ -530,6 +530,30 @@ TEST_F(PublisherTest, ResolvedMarkersStayMonotonicAcrossARestart) {
   EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
 }
 
+// With its checkpoint lost, a publisher starts from the oldest change: it
+// recognises only what the partition tails hold (max_inflight_messages each)
+// and sends the older changes again, its checkpoint climbing as they are
+// delivered. Its markers must still not fall below the earlier run's, which
+// it reads from the partition tails.
+TEST_F(PublisherTest, ResolvedMarkersStayMonotonicWithALostCheckpoint) {
+  kafka_.resolved_interval_ms = 1;
+  kafka_.max_inflight_messages = 20;
+  StartPublisher();
+  WriteSome(600, 1);
+  WaitPublished(store_->HeadLsn());
+  WaitResolved(store_->HeadLsn());
+  publisher_->Stop();
+  publisher_.reset();
+  ASSERT_TRUE(store_->UnregisterConsumer(Publisher::kConsumerName).ok());
+  StartPublisher();
+  WriteSome(10, 2);
+  WaitPublished(store_->HeadLsn());
+  WaitResolved(store_->HeadLsn());
+  EXPECT_GT(publisher_->GetStatus().produced, 10u) << "older changes were sent again";
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
+  EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
+}
+
 // The tail of the retained feed that fits a per-partition budget: contiguous
 // up to the head, and as long as the fullest partition allows.
 TEST_F(PublisherTest, RetainedTailStartKeepsEveryPartitionWithinTheBudget) {
