@@ -217,6 +217,7 @@ void ApiRouter::FeedInfo(Responder responder) {
         {"envelopesUndecodable", s.envelopes_undecodable},
         {"resolvedLsn", s.resolved_lsn},
         {"resolvedMarkers", s.resolved_markers},
+        {"heartbeats", s.heartbeats},
         {"lastError",
          s.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(s.last_error)},
     };

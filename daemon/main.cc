@@ -25,6 +25,7 @@
 #include "daemon/systemd_notifier.h"
 #include "daemon/worker_main.h"
 #include "feed/embedded_broker.h"
+#include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
@@ -133,6 +134,12 @@ int Run(const DaemonConfig& config) {
         Status s =
             broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
         if (!s.ok()) {
+          FEEDD_LOG(kError, "main") << s.ToString();
+          return kExitStartupFailure;
+        }
+      }
+      if (config.kafka.heartbeat_interval_ms > 0) {
+        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
           FEEDD_LOG(kError, "main") << s.ToString();
           return kExitStartupFailure;
         }

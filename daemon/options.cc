@@ -316,6 +316,12 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 0, 3600000, &c.kafka.resolved_interval_ms);
      }},
+    {"kafka.heartbeat_interval_ms", "0",
+     "a heartbeat to <topic_prefix>__heartbeat this often, written or not (docs/kafka.md, "
+     "'Heartbeats'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.heartbeat_interval_ms);
+     }},
     {"kafka.embedded_port", "0", "bootstrap port of the embedded broker; 0: a free port (0..65535)",
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 0, 65535, &c.kafka.embedded_port);

@@ -186,6 +186,8 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(p.resolved_lsn));
     f.Counter("feedd_kafka_resolved_markers_total", "Resolved markers acknowledged by the broker",
               static_cast<double>(p.resolved_markers));
+    f.Counter("feedd_kafka_heartbeats_total", "Heartbeats acknowledged by the broker",
+              static_cast<double>(p.heartbeats));
     f.Counter("feedd_kafka_embedded_relay_refused_total",
               "Connections to kafka.embedded_port refused over the relay's limit",
               static_cast<double>(BootstrapRelay::RefusedTotal()));

@@ -119,6 +119,19 @@ KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& re
   return m;
 }
 
+std::string HeartbeatTopic(const KafkaOptions& options) {
+  return options.topic_prefix + "__heartbeat";
+}
+
+KafkaMessage EncodeHeartbeat(const KafkaOptions& options, uint64_t now_ms, Lsn published) {
+  KafkaMessage m;
+  m.topic = HeartbeatTopic(options);
+  m.key = boost::json::serialize(boost::json::object{{"serverName", options.instance_name}});
+  m.value =
+      boost::json::serialize(boost::json::object{{"ts_ms", now_ms}, {"publishedLsn", published}});
+  return m;
+}
+
 KafkaMessage EncodeResolvedMarker(const KafkaOptions& options, const std::string& container,
                                   Lsn resolved) {
   KafkaMessage m;

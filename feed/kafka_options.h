@@ -52,6 +52,9 @@ struct KafkaOptions {
   // partition of every topic gets a marker "every change up to LSN N is in
   // Kafka". 0: no markers.
   uint32_t resolved_interval_ms = 1000;
+  // Heartbeats (docs/kafka.md, "Heartbeats"), Debezium's model: every this
+  // many milliseconds, written or not, one message to HeartbeatTopic(). 0: none.
+  uint32_t heartbeat_interval_ms = 0;
   // The embedded broker's bootstrap port; 0: a free port chosen at start.
   uint16_t embedded_port = 0;
   // Name in the Debezium `source.name` field.

@@ -43,6 +43,8 @@ struct MarkerRound {
 // resolved marker, the LSN it vouches for with kMarkerBit set (LSNs stay
 // far below 2^63).
 constexpr uintptr_t kMarkerBit = uintptr_t{1} << 63;
+// A heartbeat's opaque (docs/kafka.md, "Heartbeats"): no LSN is that high.
+void* const kHeartbeatOpaque = reinterpret_cast<void*>(uintptr_t{1} << 62);
 void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
 void* MarkerOpaque(Lsn lsn) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn) | kMarkerBit);
@@ -158,6 +160,7 @@ class Publisher::Impl {
     s.inflight_bytes = inflight_bytes_.load();
     s.resolved_lsn = resolved_lsn_.load();
     s.resolved_markers = resolved_markers_.load();
+    s.heartbeats = heartbeats_.load();
     return s;
   }
 
@@ -220,6 +223,7 @@ class Publisher::Impl {
   // ---- callbacks (publisher thread, inside rd_kafka_poll) ----
   void OnDelivery(const rd_kafka_message_t* m) {
     if (IsMarkerOpaque(m->_private)) return OnMarkerDelivery(m);
+    if (m->_private == kHeartbeatOpaque) return OnHeartbeatDelivery(m);
     Lsn lsn = OpaqueLsn(m->_private);
     auto it = inflight_.find(lsn);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -330,13 +334,16 @@ class Publisher::Impl {
       }
     }
     rd_kafka_metadata_destroy(md);
-    std::vector<std::string> missing;
+    std::map<std::string, int> missing;  // topic -> partitions to create it with
     for (const auto& [container, topic] : topics_) {
-      if (existing.count(topic) == 0) missing.push_back(topic);
+      if (existing.count(topic) == 0) missing[topic] = options_.partitions;
+    }
+    if (options_.heartbeat_interval_ms > 0 && existing.count(HeartbeatTopic(options_)) == 0) {
+      missing[HeartbeatTopic(options_)] = 1;
     }
     if (!missing.empty()) {
       if (!options_.create_topics) {
-        return Status(ErrorCode::kUnavailable, "topic " + missing[0] +
+        return Status(ErrorCode::kUnavailable, "topic " + missing.begin()->first +
                                                    " does not exist and kafka.create_topics is "
                                                    "false; create it or allow creation");
       }
@@ -347,12 +354,12 @@ class Publisher::Impl {
     return Status::Ok();
   }
 
-  Status CreateTopics(const std::vector<std::string>& names) {
+  Status CreateTopics(const std::map<std::string, int>& partitions) {
     char err[512];
     std::vector<rd_kafka_NewTopic_t*> topics;
-    for (const auto& name : names) {
-      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), options_.partitions,
-                                             options_.replication_factor, err, sizeof(err)));
+    for (const auto& [name, count] : partitions) {
+      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), count, options_.replication_factor, err,
+                                             sizeof(err)));
     }
     rd_kafka_queue_t* queue = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, topics.data(), topics.size(), nullptr, queue);
@@ -372,8 +379,11 @@ class Publisher::Impl {
       for (size_t i = 0; i < n; ++i) {
         rd_kafka_resp_err_t te = rd_kafka_topic_result_error(results[i]);
         if (te == RD_KAFKA_RESP_ERR_NO_ERROR) {
-          FEEDD_LOG(kInfo, "kafka") << "created topic " << rd_kafka_topic_result_name(results[i])
-                                    << " (" << options_.partitions << " partitions)";
+          const std::string name = rd_kafka_topic_result_name(results[i]);
+          const auto count = partitions.find(name);
+          FEEDD_LOG(kInfo, "kafka")
+              << "created topic " << name << " (" << (count != partitions.end() ? count->second : 0)
+              << " partitions)";
         } else if (te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
           status =
               Status(ErrorCode::kUnavailable, std::string("cannot create topic ") +
@@ -419,6 +429,7 @@ class Publisher::Impl {
     AdvanceCheckpoint();
     AckStore(false);
     SendResolvedMarkers();
+    SendHeartbeat();
     if (inflight_messages_.load() == 0 && next_ > store_->HeadLsn()) WaitForChanges();
   }
 
@@ -565,6 +576,43 @@ class Publisher::Impl {
     marker_rounds_.erase(round);
   }
 
+  // ---- heartbeats (docs/kafka.md, "Heartbeats") ----
+  // Every heartbeat_interval_ms, written or not; at most one in flight, so a
+  // broker outage queues one, not one per interval.
+  void SendHeartbeat() {
+    if (options_.heartbeat_interval_ms == 0 || heartbeat_in_flight_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_heartbeat_ < std::chrono::milliseconds(options_.heartbeat_interval_ms)) return;
+    last_heartbeat_ = now;
+    const KafkaMessage heartbeat =
+        EncodeHeartbeat(options_, Clock::System()->NowMillis(), acked_to_store_);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer_, RD_KAFKA_V_TOPIC(heartbeat.topic.c_str()), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(heartbeat.key.data(), heartbeat.key.size()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(heartbeat.value->data()), heartbeat.value->size()),
+        RD_KAFKA_V_OPAQUE(kHeartbeatOpaque), RD_KAFKA_V_END);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      SetError("heartbeat to " + heartbeat.topic + ": " + rd_kafka_err2str(e));
+      return;
+    }
+    heartbeat_in_flight_ = true;
+    ++inflight_messages_;
+    inflight_bytes_ += heartbeat.value->size();
+  }
+
+  void OnHeartbeatDelivery(const rd_kafka_message_t* m) {
+    heartbeat_in_flight_ = false;
+    --inflight_messages_;
+    inflight_bytes_ -= m->len;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ++delivery_errors_;
+      SetError(std::string("delivery of a heartbeat failed: ") + rd_kafka_err2str(m->err));
+      return;
+    }
+    ++heartbeats_;
+  }
+
   // Moves the checkpoint over every fully delivered change.
   void AdvanceCheckpoint() {
     while (!inflight_.empty()) {
@@ -676,6 +724,8 @@ class Publisher::Impl {
   Lsn resolved_sent_ = 0;                        // the last marker round produced
   std::chrono::steady_clock::time_point last_resolved_round_;
   std::map<Lsn, MarkerRound> marker_rounds_;  // by the LSN they vouch for
+  bool heartbeat_in_flight_ = false;
+  std::chrono::steady_clock::time_point last_heartbeat_;
   bool prepared_ = false;
   bool rewind_ = false;
   bool fatal_ = false;
@@ -701,7 +751,7 @@ class Publisher::Impl {
   std::atomic<uint64_t> fatal_errors_{0};
   std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
       envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0},
-      resolved_markers_{0};
+      resolved_markers_{0}, heartbeats_{0};
   std::atomic<Lsn> resolved_lsn_{0};
 };
 

@@ -15,7 +15,8 @@
 //   checkpoint, skipping what was delivered since. Every
 //   KafkaOptions::resolved_interval_ms, when the persisted checkpoint moved,
 //   it sends a resolved marker with that checkpoint to every partition of
-//   every topic (docs/kafka.md, "Resolved markers").
+//   every topic (docs/kafka.md, "Resolved markers"); every
+//   KafkaOptions::heartbeat_interval_ms, a heartbeat ("Heartbeats").
 //
 // Concurrency
 //   GetStatus() is thread-safe. Start()/Stop() from one owner thread.
@@ -55,6 +56,7 @@ struct PublisherStatus {
   uint64_t inflight_bytes = 0;
   Lsn resolved_lsn = 0;           // the last marker round every partition acknowledged
   uint64_t resolved_markers = 0;  // resolved markers acknowledged by the broker
+  uint64_t heartbeats = 0;        // heartbeats acknowledged by the broker
 };
 
 class Publisher {

@@ -96,10 +96,10 @@ std::vector<Message> ConsumeAll(const std::string& bootstrap,
       msg.offset = m->offset;
       if (auto marker = msg.headers.find("feedd-resolved"); marker != msg.headers.end()) {
         msg.resolved = std::stoull(marker->second);
-      } else {
-        msg.lsn = std::stoull(msg.headers.at("feedd-lsn"));
+      } else if (auto lsn = msg.headers.find("feedd-lsn"); lsn != msg.headers.end()) {
+        msg.lsn = std::stoull(lsn->second);
         ++changes;
-      }
+      }  // else a heartbeat
       out.push_back(std::move(msg));
     }
     rd_kafka_message_destroy(m);
@@ -552,6 +552,45 @@ TEST_F(PublisherTest, ResolvedMarkersStayMonotonicWithALostCheckpoint) {
   EXPECT_GT(publisher_->GetStatus().produced, 10u) << "older changes were sent again";
   auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
   EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
+}
+
+// Heartbeats (Debezium's model): at the interval whether or not anything is
+// written, each with the publisher's checkpoint, in one partition.
+TEST_F(PublisherTest, HeartbeatsGoOnWhileNothingIsWritten) {
+  kafka_.heartbeat_interval_ms = 20;
+  kafka_.resolved_interval_ms = 0;
+  ASSERT_TRUE(broker_->CreateTopic(HeartbeatTopic(kafka_), 1).ok());
+  StartPublisher();
+  auto wait_heartbeats = [&](uint64_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (publisher_->GetStatus().heartbeats < n) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
+  wait_heartbeats(5);
+  ASSERT_TRUE(Upsert("posts", R"({"id":"a","postId":"p1"})").status.ok());
+  WaitPublished(1);
+  wait_heartbeats(publisher_->GetStatus().heartbeats + 10);
+  auto messages = ConsumeAll(broker_->bootstrap(), {"feedd.__heartbeat"}, 0);
+  ASSERT_GE(messages.size(), 15u);
+  uint64_t last_ts = 0;
+  Lsn last_lsn = 0;
+  for (const auto& m : messages) {
+    EXPECT_EQ(m.partition, 0);
+    EXPECT_EQ(m.key, R"({"serverName":"feedd"})");
+    auto value = boost::json::parse(m.value.value_or("null")).as_object();
+    const uint64_t ts = value.at("ts_ms").to_number<uint64_t>();
+    const Lsn lsn = value.at("publishedLsn").to_number<Lsn>();
+    EXPECT_GE(ts, last_ts);
+    EXPECT_GE(lsn, last_lsn);
+    EXPECT_LE(lsn, 1u);
+    last_ts = ts;
+    last_lsn = lsn;
+  }
+  EXPECT_EQ(boost::json::parse(*messages.front().value).at("publishedLsn"), 0);
+  EXPECT_EQ(last_lsn, 1u);
+  EXPECT_EQ(publisher_->GetStatus().delivered, 1u) << "heartbeats are not counted as changes";
 }
 
 // The tail of the retained feed that fits a per-partition budget: contiguous

@@ -822,6 +822,50 @@ class KafkaResolvedTest(FeeddTestCase):
         self.assertEqual([m.lsn for m in messages if m.resolved is None], [lsn])
 
 
+class KafkaHeartbeatTest(FeeddTestCase):
+    """kafka.heartbeat_interval_ms: heartbeats while nothing is written,
+    carrying the published LSN."""
+
+    def test_heartbeats_while_idle_carry_the_published_lsn(self):
+        daemon = FeeddDaemon(name="feedd-heartbeat", extra_args=[
+            "--kafka.heartbeat_interval_ms=100", "--instance.name=hb-test"])
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        bootstrap = daemon.ready["kafka"]
+
+        def wait_heartbeats(n):
+            deadline = time.monotonic() + PUBLISH_TIMEOUT_S
+            while True:
+                info = c.feed_info()
+                if info["kafka"].get("heartbeats", 0) >= n:
+                    return info
+                self.assertLess(time.monotonic(), deadline, "heartbeats: %r" % info)
+                time.sleep(0.05)
+
+        wait_heartbeats(3)
+        r = c.create("posts", {"id": "h1", "postId": "hp", "type": "kafkatest"})
+        self.assertStatus(r, 201)
+        lsn = self.assertLsnHeader(r)
+        wait_published(self, c, what="heartbeat")
+        info = wait_heartbeats(c.feed_info()["kafka"]["heartbeats"] + 5)
+        self.assertEqual(info["kafka"]["delivered"], lsn, "heartbeats are not changes")
+        # Heartbeats keep coming: read until a pause shorter than the interval.
+        beats, _ = consume_all(bootstrap, topics=("feedd.__heartbeat",), idle_s=0.03)
+        self.assertGreaterEqual(len(beats), 8, beats)
+        values = [json.loads(m.value) for m in beats]
+        for m, v in zip(beats, values):
+            self.assertEqual((m.partition, m.key), (0, b'{"serverName":"hb-test"}'), m)
+            self.assertEqual(sorted(v), ["publishedLsn", "ts_ms"], m)
+        self.assertEqual(values[0]["publishedLsn"], 0, "nothing was published at first")
+        self.assertEqual(values[-1]["publishedLsn"], lsn)
+        self.assertEqual([v["ts_ms"] for v in values], sorted(v["ts_ms"] for v in values))
+        self.assertEqual([v["publishedLsn"] for v in values],
+                         sorted(v["publishedLsn"] for v in values))
+        changes, _ = consume_all(bootstrap)
+        self.assertEqual([m.lsn for m in changes], [lsn], "the change topics hold the change only")
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
