@@ -446,6 +446,9 @@ class WorkerTest(FeeddTestCase):
             self.assertLess(time.monotonic(), deadline, "offsets of feedd.users (committed, end) "
                             "held back: %r; /v1/feed %r\n%s" % (held, info, w.logs()))
             time.sleep(0.1)
+        # ... and reports how far they vouch for its partitions (its lag).
+        self.assertEqual(w.metric("feedd_worker_resolved_lsn", "usernames"),
+                         client.feed_info()["kafka"]["resolvedLsn"], w.logs())
         import test_kafka as kt
         messages, _ = kt.consume_all(bootstrap, topics=("feedd.users",), markers=True)
         last = {m.partition: m for m in messages}
