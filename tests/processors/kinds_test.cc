@@ -1124,6 +1124,35 @@ TEST_F(FeedTest, AnUpdateToAnOlderPostDoesNotPushItIn) {
   EXPECT_EQ(Snapshot(ctx_), before);
 }
 
+// A count increment leaves a post's rank as it was: for a non-member the
+// copy's absence decides, and the post itself is not read.
+TEST_F(FeedTest, ACountIncrementOfANonMemberReadsOnlyWhereItsCopyWouldBe) {
+  Make(3);
+  for (int i = 0; i < 6; ++i) {
+    Apply(ctx_.Put("posts", Post("p" + std::to_string(i), "u1", "alice", Date(10 * i))));
+  }
+  ASSERT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p4", "p3"}));
+  auto before = Snapshot(ctx_);
+  object counted = Post("p1", "u1", "alice", Date(10));
+  counted["commentCount"] = 1;
+  const size_t reads = ctx_.reads();
+  Apply(ctx_.Put("posts", counted));
+  EXPECT_EQ(ctx_.reads(), reads + 1);
+  EXPECT_EQ(Snapshot(ctx_), before);
+
+  // A member's increment still refreshes its copy.
+  object member = Post("p4", "u1", "alice", Date(40));
+  member["likeCount"] = 7;
+  Change change = ctx_.Put("posts", member);
+  Apply(change);
+  auto copy = ctx_.Get("feed", "post", "p4");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(U(*copy, "likeCount"), 7u);
+  EXPECT_EQ(U(*copy, "_sourceLsn"), change.lsn);
+  EXPECT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p4", "p3"}));
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+}
+
 TEST_F(FeedTest, AnUpdateOfAMemberRefreshesIt) {
   Make(3);
   for (int i = 0; i < 6; ++i) {
