@@ -41,6 +41,11 @@
 namespace feedd {
 namespace {
 
+constexpr size_t kMaxCap = 1000;
+// Reconciling a view partition writes at most a delete and an upsert per
+// place, so within Apply() a RebuildWriter never commits on its own.
+static_assert(2 * kMaxCap < views::kRebuildWritesPerCommit);
+
 class TopN : public ProcessorKind, public views::CopySettings {
  public:
   JsonPointer order_by;
@@ -137,21 +142,22 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return Status::Ok();
   }
 
+  // Writes only the difference from the current view
+  // (views::kRebuildWritesPerCommit).
   Status Rebuild(ViewContext& ctx) const override {
-    auto expected = Expected(ctx, {});
-    if (!expected.ok()) return expected.status();
     auto all = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
     if (!all.ok()) return all.status();
-    for (const auto& item : *all) {
-      auto pk = views::StringAt(item, target_pk);
-      if (pk) {
-        Status s = ctx.Delete(target_container, *pk, std::string(item.at("id").as_string()));
-        if (!s.ok()) return s;
-      }
+    auto expected = Expected(ctx, *all);
+    if (!expected.ok()) return expected.status();
+    std::map<std::string, std::vector<boost::json::object>> members;  // by view partition
+    for (auto& item : *all) {
+      if (auto pk = views::StringAt(item, target_pk)) members[*pk].push_back(std::move(item));
     }
-    if (Status s = ctx.Flush(); !s.ok()) return s;
-    for (auto& copy : *expected) {
-      if (Status s = ctx.Upsert(target_container, std::move(copy)); !s.ok()) return s;
+    for (const auto& e : *expected) members[*views::StringAt(e, target_pk)];
+    views::RebuildWriter writer(ctx);
+    for (const auto& [pk, in_view] : members) {
+      Status s = ReconcileWith(pk, in_view, *expected, Refresh::kWhenDifferent, writer);
+      if (!s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -333,14 +339,29 @@ class TopN : public ProcessorKind, public views::CopySettings {
                               std::string(expected.at("id").as_string()));
   }
 
+  // When a member that shows the right source is written again.
+  enum class Refresh {
+    kWhenOlder,      // its source version is older (changes: replays change nothing)
+    kWhenDifferent,  // it differs from the expected copy (rebuild: repairs what was edited)
+  };
+
   // Makes the view partition `pk` equal to its recomputation from the source
   // (a scan; for the rare changes that can let a non-member in).
   Status Reconcile(const std::string& pk, const std::vector<boost::json::object>& members,
                    ViewContext& ctx) const {
     auto expected = Expected(ctx, members);
     if (!expected.ok()) return expected.status();
+    views::RebuildWriter writer(ctx);
+    return ReconcileWith(pk, members, *expected, Refresh::kWhenOlder, writer);
+  }
+
+  // Writes the difference between `members`, the view partition `pk`, and
+  // the copies of `expected` that belong in it.
+  Status ReconcileWith(const std::string& pk, const std::vector<boost::json::object>& members,
+                       const std::vector<boost::json::object>& expected, Refresh refresh,
+                       views::RebuildWriter& writer) const {
     std::map<std::string, const boost::json::object*> wanted;
-    for (const auto& e : *expected) {
+    for (const auto& e : expected) {
       if (views::StringAt(e, target_pk) == pk) wanted[std::string(e.at("id").as_string())] = &e;
     }
     std::map<std::string, const boost::json::object*> present;
@@ -348,16 +369,18 @@ class TopN : public ProcessorKind, public views::CopySettings {
     for (const auto& [id, m] : present) {
       auto it = wanted.find(id);
       if (it == wanted.end() || !Shows(*m, *it->second)) {
-        if (Status s = ctx.Delete(target_container, pk, id); !s.ok()) return s;
+        if (Status s = writer.Delete(target_container, pk, id); !s.ok()) return s;
       }
     }
     for (const auto& [id, e] : wanted) {
       auto it = present.find(id);
-      if (it != present.end() && views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e) &&
-          Shows(*it->second, *e)) {
+      if (it != present.end() && Shows(*it->second, *e) &&
+          (refresh == Refresh::kWhenOlder
+               ? views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e)
+               : views::SameView(*it->second, *e))) {
         continue;
       }
-      if (Status s = ctx.Upsert(target_container, *e); !s.ok()) return s;
+      if (Status s = writer.Upsert(target_container, *e); !s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -376,9 +399,10 @@ Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
   try {
     size_t used = 0;
     kind->cap = std::stoul(cap, &used);
-    if (used != cap.size() || kind->cap < 1 || kind->cap > 1000) throw std::out_of_range("cap");
+    if (used != cap.size() || kind->cap < 1 || kind->cap > kMaxCap) throw std::out_of_range("cap");
   } catch (const std::exception&) {
-    return s.Error("cap", "must be an integer 1..1000, got '" + cap + "'");
+    return s.Error("cap",
+                   "must be an integer 1.." + std::to_string(kMaxCap) + ", got '" + cap + "'");
   }
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }
