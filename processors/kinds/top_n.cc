@@ -196,10 +196,6 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return a.at("id").as_string() > b.at("id").as_string();
   }
 
-  // The view partition of the item when the change's images show it
-  // matching the filter before and after, in the same view partition and
-  // with an equal order_by value; nullopt otherwise (or when an image is
-  // missing).
   // Sorts `items` (objects, or pointers to them) best first, as Outranks()
   // orders them, finding each one's order_by value and id once instead of
   // in every comparison.
@@ -238,6 +234,10 @@ class TopN : public ProcessorKind, public views::CopySettings {
     *items = std::move(sorted);
   }
 
+  // The view partition of the item when the change's images show it
+  // matching the filter before and after, in the same view partition and
+  // with an equal order_by value; nullopt otherwise (or when an image is
+  // missing).
   std::optional<std::string> RankKeptAt(const Change& change) const {
     if (!change.before || !change.after) return std::nullopt;
     if (!views::Matches(*change.before, filter) || !views::Matches(*change.after, filter)) {
