@@ -324,12 +324,12 @@ const OptionSpec kOptions[] = {
        c.ready_file = std::string(v);
        return Status::Ok();
      }},
-    {"worker.api", "127.0.0.1:8080", "feedd worker: the daemon's HTTP API, HOST:PORT",
+    {"worker.api", "127.0.0.1:8080",
+     "feedd worker: the daemon's HTTP API, HOST:PORT or http://HOST:PORT",
      [](std::string_view v, DaemonConfig& c) {
-       HostPort parsed;
-       Status s = ParseHostPortInto(v, &parsed);
-       if (s.ok()) c.worker_api = parsed.ToString();
-       return s;
+       Result<HostPort> parsed = ParseApiAddress(v);
+       if (parsed.ok()) c.worker_api = parsed->ToString();
+       return parsed.status();
      }},
     {"worker.processors", "",
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
