@@ -322,16 +322,16 @@ std::string Wrap(std::string_view text, size_t indent, size_t width = 79) {
   return out;
 }
 
-const char* const kEnvironmentAndExit =
-    "Environment:\n"
-    "  FEEDCTL_API    the API address when neither --api nor --ready-file is given\n"
-    "\n"
+const char* const kExitAndEnvironment =
     "Exit status:\n"
     "  0    the command succeeded\n"
     "  1    the daemon refused the call (an error answer), or verify found a\n"
     "       difference\n"
     "  2    usage error: unknown command or option, wrong operands, bad address\n"
-    "  3    the daemon could not be reached (no connection, timeout)\n";
+    "  3    the daemon could not be reached (no connection, timeout)\n"
+    "\n"
+    "Environment:\n"
+    "  FEEDCTL_API    the API address when neither --api nor --ready-file is given\n";
 
 std::string MainHelp() {
   std::ostringstream out;
@@ -347,7 +347,7 @@ std::string MainHelp() {
   }
   out << "\n"
       << GlobalOptions() << "\n"
-      << kEnvironmentAndExit << "\n"
+      << kExitAndEnvironment << "\n"
       << "Examples:\n"
          "  $ feedctl processors\n"
          "  $ feedctl verify --api http://10.0.0.5:8080\n"
@@ -363,7 +363,7 @@ std::string CommandHelp(const Command& c) {
   out << "Usage: feedctl [OPTION]... " << c.name;
   if (*c.operands != '\0') out << " " << c.operands;
   out << "\n" << c.summary << "\n\n" << Wrap(c.description, 0) << "\n";
-  out << GlobalOptions() << "\n" << kEnvironmentAndExit;
+  out << GlobalOptions() << "\n" << kExitAndEnvironment;
   return out.str();
 }
 
