@@ -93,7 +93,11 @@ class HelpTest(unittest.TestCase):
                               (["--api"], "api"),
                               (["--api", "https://127.0.0.1:8080", "processors"], "plain HTTP"),
                               (["--api", "127.0.0.1", "processors"], "no port"),
-                              (["--api", "http://127.0.0.1:8080/v1", "processors"], "no path")):
+                              (["--api", "http://127.0.0.1:8080/v1", "processors"], "no path"),
+                              (["--ready-file", "/nonexistent/ready.json", "processors"],
+                               "cannot read the API address from /nonexistent/ready.json"),
+                              (["--api", "127.0.0.1:1", "--ready-file", "/x", "processors"],
+                               "not both")):
             rc, out, err = feedctl(*args)
             self.assertEqual(rc, 2, (args, out, err))
             self.assertEqual(out, "", args)
