@@ -17,8 +17,9 @@ PACKAGES=(
   # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its
   # client tools (psql, pgbench, pg_recvlogical) and the wal2json plugin
   postgresql-15 postgresql-client-15 postgresql-15-wal2json
-  # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests
-  dpkg-dev systemd
+  # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests,
+  # help2man for the man pages (packaging/man.cmake), lintian on the .deb
+  dpkg-dev systemd help2man lintian
 )
 
 missing=()

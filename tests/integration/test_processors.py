@@ -1509,8 +1509,8 @@ class InProcessViewsTest(FeeddTestCase):
 
         def control(verb):
             if feedctl:
-                r = subprocess.run([feedctl, "--api", "%s:%d" % (daemon.host, daemon.port), verb,
-                                    "feed"], capture_output=True, text=True, timeout=60)
+                r = subprocess.run([feedctl, "--json", "--api", "%s:%d" % (daemon.host, daemon.port),
+                                    verb, "feed"], capture_output=True, text=True, timeout=60)
                 self.assertEqual(r.returncode, 0, "feedctl %s feed: %s%s" % (verb, r.stdout,
                                                                            r.stderr))
                 return json.loads(r.stdout)
