@@ -84,19 +84,14 @@ class Publisher::Impl {
     start = published_;
     if (embedded_) {
       // An in-memory broker starts empty: republish what any registered
-      // consumer still needs, and at least the newest part of the retained
-      // feed that fits the broker's window, for consumers reading from the
-      // beginning.
+      // consumer still needs (and, see Run(), the retained tail).
       for (const auto& c : store_->Consumers()) start = std::min(start, c.acked);
-      Result<Lsn> tail = RetainedTailStart(*store_, options_, options_.partitions,
-                                           EmbeddedBroker::kRepublishBytesPerPartition);
-      if (!tail.ok()) return tail.status();
-      start = std::min(start, *tail - 1);
     }
     start = std::max(start, store_->OldestRetainedLsn() - 1);
     published_ = start;
     next_ = start + 1;
-    published_snapshot_ = published_;
+    // A fresh embedded broker holds nothing until Run() chose what to republish.
+    published_snapshot_ = embedded_ ? store_->OldestRetainedLsn() - 1 : published_;
     acked_to_store_ = start;
     resolved_sent_ = start;  // a marker only for what this run publishes
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
@@ -265,6 +260,7 @@ class Publisher::Impl {
 
   // ---- the publisher thread ----
   void Run() {
+    if (embedded_) StartAtTheRetainedTail();
     auto backoff = std::chrono::milliseconds(200);
     while (!Stopping()) {
       if (!prepared_) {
@@ -298,6 +294,28 @@ class Publisher::Impl {
       }
     }
     AckStore(true);
+  }
+
+  // An in-memory broker starts empty: republish at least the newest part of
+  // the retained feed that fits its window, for consumers reading from the
+  // beginning. Here, not in Start(): finding it reads megabytes of the feed,
+  // which must not hold up the daemon's start.
+  void StartAtTheRetainedTail() {
+    Result<Lsn> tail = RetainedTailStart(*store_, options_, options_.partitions,
+                                         EmbeddedBroker::kRepublishBytesPerPartition);
+    if (!tail.ok()) {
+      SetError("finding the retained tail to republish: " + tail.status().ToString());
+    } else if (Lsn start =
+                   std::max(std::min(published_, *tail - 1), store_->OldestRetainedLsn() - 1);
+               start < published_) {
+      FEEDD_LOG(kInfo, "kafka") << "republishing the retained tail from LSN " << start + 1
+                                << " into the embedded broker";
+      published_ = start;
+      next_ = start + 1;
+      acked_to_store_ = start;
+      resolved_sent_ = start;
+    }
+    published_snapshot_ = published_;
   }
 
   Status Prepare() {
