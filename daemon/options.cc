@@ -310,7 +310,7 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
-    {"kafka.resolved_interval_ms", "1000",
+    {"kafka.resolved_interval_ms", "0",
      "resolved markers to every partition at most this often, when something was published "
      "(docs/kafka.md, 'Resolved markers'); 0: none (0..3600000)",
      [](std::string_view v, DaemonConfig& c) {

@@ -50,8 +50,9 @@ struct KafkaOptions {
   // Resolved markers (docs/kafka.md, "Resolved markers"): every this many
   // milliseconds, when something was published since the last round, every
   // partition of every topic gets a marker "every change up to LSN N is in
-  // Kafka". 0: no markers.
-  uint32_t resolved_interval_ms = 1000;
+  // Kafka". 0 (the default): no markers, since a consumer written for the
+  // change envelope alone would take a marker for a change.
+  uint32_t resolved_interval_ms = 0;
   // Heartbeats (docs/kafka.md, "Heartbeats"), Debezium's model: every this
   // many milliseconds, written or not, one message to HeartbeatTopic(). 0: none.
   uint32_t heartbeat_interval_ms = 0;

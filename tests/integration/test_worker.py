@@ -394,7 +394,8 @@ class WorkerTest(FeeddTestCase):
         # The daemon refuses the copy of a 200-character username into a post
         # near storage.max_item_bytes (413, not transient): the worker parks
         # that rename, applies the others, and commits offsets past it.
-        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024"]
+        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024",
+                                                      "--kafka.resolved_interval_ms=1000"]
         self.daemon.start()
         client = self.daemon.client()
         for uid, name in (("u1", "ana"), ("u2", "bob")):

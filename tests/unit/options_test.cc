@@ -351,13 +351,13 @@ TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
 // Feedd options, not librdkafka properties (which would reject them).
 TEST_F(OptionsTest, ResolvedIntervalAndEmbeddedPort) {
   DaemonConfig defaults = LoadOk();
-  EXPECT_EQ(defaults.kafka.resolved_interval_ms, 1000u);
+  EXPECT_EQ(defaults.kafka.resolved_interval_ms, 0u);
   EXPECT_EQ(defaults.kafka.heartbeat_interval_ms, 0u);
   EXPECT_EQ(defaults.kafka.embedded_port, 0u);
-  args_ = {"--kafka.resolved_interval_ms=0", "--kafka.embedded_port=39092",
+  args_ = {"--kafka.resolved_interval_ms=1000", "--kafka.embedded_port=39092",
            "--kafka.heartbeat_interval_ms=250"};
   DaemonConfig config = LoadOk();
-  EXPECT_EQ(config.kafka.resolved_interval_ms, 0u);
+  EXPECT_EQ(config.kafka.resolved_interval_ms, 1000u);
   EXPECT_EQ(config.kafka.embedded_port, 39092u);
   EXPECT_EQ(config.kafka.heartbeat_interval_ms, 250u);
   EXPECT_TRUE(config.kafka.properties.empty());
