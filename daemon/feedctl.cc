@@ -10,6 +10,8 @@
 //   replay NAME            retry NAME's parked changes
 //   pause NAME             stop NAME taking changes (its view stands still)
 //   resume NAME            let NAME take changes again
+//   import --container C [--if-exists skip|replace|fail] [--on-error continue|stop] [FILE]
+//                          stream an NDJSON file (or stdin) into C (bulk import)
 //
 // The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
 // Exit codes: 0 ok, 1 differences found or the daemon answered an error,
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/feedctl_import.h"
 #include "util/http_client.h"
 #include "util/json_parse.h"
 
@@ -122,10 +125,36 @@ int Simple(Client& client, std::string_view method, const std::string& target) {
   return r.status == 200 ? kOk : kFailed;
 }
 
+int Usage();
+
+int Import(const std::string& api, const std::vector<std::string>& args) {
+  feedd::ImportCommand command;
+  command.api = api;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--container" && has_value) {
+      command.container = args[++i];
+    } else if (args[i] == "--if-exists" && has_value) {
+      command.if_exists = args[++i];
+    } else if (args[i] == "--on-error" && has_value) {
+      command.on_error = args[++i];
+    } else if (args[i] == "--no-progress") {
+      command.progress = false;
+    } else if (command.file.empty() && (args[i] == "-" || args[i].rfind("--", 0) != 0)) {
+      command.file = args[i];
+    } else {
+      return Usage();
+    }
+  }
+  if (command.container.empty()) return Usage();
+  return feedd::RunImport(command);
+}
+
 int Usage() {
   std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] "
                "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME | "
-               "pause NAME | resume NAME\n";
+               "pause NAME | resume NAME | import --container C [--if-exists skip|replace|fail] "
+               "[--on-error continue|stop] [FILE]\n";
   return kUsage;
 }
 
@@ -161,6 +190,7 @@ int main(int argc, char** argv) {
     const std::string& command = args[0];
     if (command == "processors" && args.size() == 1) return Processors(client);
     if (command == "verify") return Verify(client, {args.begin() + 1, args.end()});
+    if (command == "import") return Import(api, {args.begin() + 1, args.end()});
     if (args.size() != 2) return Usage();
     const std::string base = "/v1/processors/" + args[1];
     if (command == "rebuild") return Simple(client, "POST", base + "/rebuild");
