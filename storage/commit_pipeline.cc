@@ -272,21 +272,25 @@ class CommitPipeline::GroupBuilder {
       }
     }
 
-    std::string body_json;  // the new version without system properties
-    std::vector<std::optional<std::string>> new_index_values;
+    // The new version without system properties, and its index values: the
+    // op's (not copied) or, for a patch, computed here.
+    std::string_view body_json;
+    const std::vector<std::optional<std::string>>* new_index_values = nullptr;
+    std::string patched_json;
+    std::vector<std::optional<std::string>> patched_index_values;
     switch (op.kind) {
       case WriteOpKind::kCreate:
         if (exists) return Status(ErrorCode::kConflict, "item '" + id + "' already exists");
         [[fallthrough]];
       case WriteOpKind::kUpsert:
         body_json = op.item->body_json;
-        new_index_values = op.item->index_values;
+        new_index_values = &op.item->index_values;
         out->http_status = exists ? 200 : 201;
         break;
       case WriteOpKind::kReplace:
         if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
         body_json = op.item->body_json;
-        new_index_values = op.item->index_values;
+        new_index_values = &op.item->index_values;
         out->http_status = 200;
         break;
       case WriteOpKind::kDelete:
@@ -302,13 +306,15 @@ class CommitPipeline::GroupBuilder {
         boost::json::value& item = *parsed;
         StripStoreProperties(item.as_object());  // derived '_' fields stay
         if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
-        body_json = boost::json::serialize(item);
-        if (Status s = CheckItemSize(item.as_object(), body_json.size(), options_.max_item_bytes,
+        patched_json = boost::json::serialize(item);
+        if (Status s = CheckItemSize(item.as_object(), patched_json.size(), options_.max_item_bytes,
                                      "the patched item");
             !s.ok()) {
           return s;
         }
-        new_index_values = ExtractIndexValues(c.spec, item);
+        body_json = patched_json;
+        patched_index_values = ExtractIndexValues(c.spec, item);
+        new_index_values = &patched_index_values;
         out->http_status = 200;
         break;
       }
@@ -341,14 +347,16 @@ class CommitPipeline::GroupBuilder {
         if (!old_item.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
         old_index_values = ExtractIndexValues(c.spec, *old_item);
       }
-      if (is_delete) new_index_values.assign(c.indexes.size(), std::nullopt);
+      const std::vector<std::optional<std::string>> none(is_delete ? c.indexes.size() : 0);
+      const std::vector<std::optional<std::string>>& new_values =
+          is_delete ? none : *new_index_values;
       for (size_t i = 0; i < c.indexes.size(); ++i) {
-        if (old_index_values[i] == new_index_values[i]) continue;
+        if (old_index_values[i] == new_values[i]) continue;
         if (old_index_values[i]) {
           batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_index_values[i], pk, id));
         }
-        if (new_index_values[i]) {
-          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_index_values[i], pk, id), "");
+        if (new_values[i]) {
+          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
         }
       }
     }
@@ -376,7 +384,7 @@ class CommitPipeline::GroupBuilder {
       std::string stored = kf::ItemValue(lsn, *after);
       batch_.Put(c.items, key, stored);
       Remember(c, key, std::move(stored));
-      out->item_json = std::move(*after);
+      if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
       out->item_lsn = lsn;
     }
     out->lsn = lsn;
