@@ -1,5 +1,6 @@
 #include "storage/commit_pipeline.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <optional>
 #include <span>
@@ -87,7 +88,60 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   return out;
 }
 
+// The records of a WriteBatch of Puts and Deletes, to be written again in
+// (column family, key) order.
+class BatchRecords : public rocksdb::WriteBatch::Handler {
+ public:
+  struct Record {
+    uint32_t cf;
+    bool is_delete;
+    rocksdb::Slice key;    // into the batch that was iterated
+    rocksdb::Slice value;  // likewise
+  };
+
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    records.push_back(Record{cf, false, key, value});
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    records.push_back(Record{cf, true, key, rocksdb::Slice()});
+    return rocksdb::Status::OK();
+  }
+  // Any other kind of record (none is written here) makes Iterate() fail.
+
+  std::vector<Record> records;
+};
+
 }  // namespace
+
+std::optional<rocksdb::WriteBatch> CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch) {
+  if (cf_handles_.empty()) {
+    cf_handles_[db_->meta()->GetID()] = db_->meta();
+    cf_handles_[db_->feed()->GetID()] = db_->feed();
+    for (const ContainerHandle& c : db_->containers()) {
+      cf_handles_[c.items->GetID()] = c.items;
+      for (const IndexHandle& index : c.indexes) cf_handles_[index.cf->GetID()] = index.cf;
+    }
+  }
+  BatchRecords records;
+  records.records.reserve(batch.Count());
+  if (!batch.Iterate(&records).ok()) return std::nullopt;
+  std::stable_sort(records.records.begin(), records.records.end(),
+                   [](const BatchRecords::Record& a, const BatchRecords::Record& b) {
+                     if (a.cf != b.cf) return a.cf < b.cf;
+                     return a.key.compare(b.key) < 0;
+                   });
+  std::optional<rocksdb::WriteBatch> sorted(std::in_place, batch.GetDataSize());
+  for (const BatchRecords::Record& r : records.records) {
+    auto handle = cf_handles_.find(r.cf);
+    if (handle == cf_handles_.end()) return std::nullopt;
+    rocksdb::Status s = r.is_delete ? sorted->Delete(handle->second, r.key)
+                                    : sorted->Put(handle->second, r.key, r.value);
+    if (!s.ok()) return std::nullopt;
+  }
+  return sorted;
+}
 
 // Evaluates the requests of one group into one WriteBatch.
 class CommitPipeline::GroupBuilder {
@@ -712,7 +766,12 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     auto started = std::chrono::steady_clock::now();
-    rocksdb::Status s = db_->db()->Write(wo, builder.batch());
+    // An import's keys are scattered over the memtables; written in key
+    // order they go in several times faster (the skip list's last insert
+    // position is reused). Same records, same single WriteBatch.
+    std::optional<rocksdb::WriteBatch> sorted;
+    if (import) sorted = SortedByKey(*builder.batch());
+    rocksdb::Status s = db_->db()->Write(wo, sorted ? &*sorted : builder.batch());
     if (options_.on_group_commit) {
       options_.on_group_commit(
           requests,

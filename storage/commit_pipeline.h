@@ -46,7 +46,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/change_record.h"
@@ -136,6 +138,10 @@ class CommitPipeline {
   // Commit thread, with unsynced groups: syncs the WAL, then publishes; on
   // failure the pipeline is failed (as after a failed write).
   Status SyncUnsynced();
+  // Commit thread: `batch` (Puts and Deletes) with its records in (column
+  // family, key) order, records of one key in their order; nullopt when it
+  // holds anything else.
+  std::optional<rocksdb::WriteBatch> SortedByKey(const rocksdb::WriteBatch& batch);
   // Commit thread, while failed: asks RocksDB to resume; on success
   // re-reads the head LSN and accepts writes again.
   void TryRecover();
@@ -167,8 +173,10 @@ class CommitPipeline {
   std::vector<CommittedChanges> unsynced_;
   bool has_unsynced_ = false;
   uint64_t last_ts_ms_ = 0;  // commit thread only
-  Status failure_;           // guarded by mutex_: the failed write's error
-  bool permanent_ = false;   // guarded by mutex_: RocksDB cannot resume
+  // Commit thread only: column family handles by id (SortedByKey).
+  std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
+  Status failure_;          // guarded by mutex_: the failed write's error
+  bool permanent_ = false;  // guarded by mutex_: RocksDB cannot resume
 
   std::atomic<uint64_t> groups_committed_{0};
   std::atomic<uint64_t> requests_committed_{0};
