@@ -90,8 +90,8 @@ PY
 
 echo "== importing $ITEMS items ($BYTES bytes) into feedd at $API" >&2
 T0=$(now)
-"$BUILD/feedctl" --api "$API" import --container users --no-progress "$NDJSON/users.ndjson" > "$WORK/users.report"
-"$BUILD/feedctl" --api "$API" import --container posts "$NDJSON/posts.ndjson" > "$WORK/posts.report"
+"$BUILD/feedctl" --api "$API" import --no-progress users "$NDJSON/users.ndjson" > "$WORK/users.report"
+"$BUILD/feedctl" --api "$API" import posts "$NDJSON/posts.ndjson" > "$WORK/posts.report"
 T_IMPORT=$(now)
 wait_for views
 T_VIEWS=$(now)

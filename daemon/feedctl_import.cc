@@ -76,8 +76,8 @@ int RunImport(const ImportCommand& c) {
   auto endpoints = resolver.resolve(c.api.substr(0, colon), c.api.substr(colon + 1), ec);
   if (!ec) asio::connect(socket, endpoints, ec);
   if (ec) {
-    std::cerr << "feedctl: " << c.api << ": cannot connect: " << ec.message() << "\n";
-    return 2;
+    std::cerr << "feedctl: cannot reach feedd: " << c.api << ": " << ec.message() << "\n";
+    return 3;
   }
 
   const std::string head = "POST " + Target(c) + " HTTP/1.1\r\nHost: " + c.api +

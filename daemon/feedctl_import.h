@@ -21,8 +21,9 @@ struct ImportCommand {
 };
 
 // Exit codes as feedctl's: 0 every line imported (created or skipped),
-// 1 some lines failed or the import did not complete, 2 the file cannot be
-// read or the daemon cannot be reached.
+// 1 some lines failed or the import did not complete (or was refused), 2 the
+// file cannot be read or the address is not HOST:PORT, 3 the daemon cannot be
+// reached or did not answer.
 int RunImport(const ImportCommand& command);
 
 }  // namespace feedd

@@ -492,15 +492,8 @@ class HttpServer::Impl {
 
   asio::io_context& io_context() { return ioc_; }
 
-  Status Start(HttpHandler* handler) {
-    state_->handler = handler;
-    static NoObserver no_observer;
-    state_->observer = options_.observer ? options_.observer : &no_observer;
-    state_->max_request_bytes = options_.max_request_bytes;
-    state_->max_connections = options_.max_connections;
-    state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
-    state_->idle_timeout = options_.idle_timeout;
-
+  Status Listen() {
+    if (acceptor_.is_open()) return Status::Ok();
     std::string where = options_.listen.ToString();
     beast::error_code ec;
     tcp::endpoint endpoint;
@@ -527,6 +520,18 @@ class HttpServer::Impl {
       acceptor_.close(ignored);
       return Status(ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
     }
+    return Status::Ok();
+  }
+
+  Status Start(HttpHandler* handler) {
+    if (Status s = Listen(); !s.ok()) return s;
+    state_->handler = handler;
+    static NoObserver no_observer;
+    state_->observer = options_.observer ? options_.observer : &no_observer;
+    state_->max_request_bytes = options_.max_request_bytes;
+    state_->max_connections = options_.max_connections;
+    state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
+    state_->idle_timeout = options_.idle_timeout;
 
     work_.emplace(ioc_.get_executor());
     Accept();
@@ -644,6 +649,8 @@ HttpServer::HttpServer(HttpServerOptions options)
 HttpServer::~HttpServer() = default;
 
 boost::asio::io_context& HttpServer::io_context() { return impl_->io_context(); }
+
+Status HttpServer::Listen() { return impl_->Listen(); }
 
 Status HttpServer::Start(HttpHandler* handler) { return impl_->Start(handler); }
 

@@ -1,6 +1,8 @@
 // feedd: the change-feed document-store daemon.
 //
-// Start-up: configuration (daemon/options.h), storage, HTTP API, then the
+// Start-up: configuration (daemon/options.h); the API and metrics ports are
+// bound before storage opens (a taken port fails start-up without touching
+// the data directory); storage, Kafka, processors; the API serves; then the
 // --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
 // then storage) and exit 0; a second signal while stopping kills it at once.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
@@ -96,8 +98,27 @@ int Run(const DaemonConfig& config) {
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
 
-  // Metrics first: the store and processors feed its histograms.
+  // Both ports first: a taken one stops start-up before the data directory
+  // is opened (and locked). API connections wait in the backlog until the
+  // API serves; /metrics serves the registry at once.
   MetricsServer metrics;
+  HttpProbe http_probe(metrics.registry());
+  // Before the server: an import's last callbacks may run as its
+  // io_context is destroyed.
+  ImportProbe import_probe(metrics.registry());
+  HttpServer http(HttpOptions(config, &http_probe));
+  if (Status s = http.Listen(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
+    return kExitStartupFailure;
+  }
+  Result<std::string> metrics_address = metrics.Start(
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms));
+  if (!metrics_address.ok()) {
+    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
+    return kExitStartupFailure;
+  }
+
+  // The store and processors feed the metrics' histograms.
   StoreOptions store_options = config.store;
   store_options.on_group_commit = metrics.GroupCommitObserver();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
@@ -171,11 +192,6 @@ int Run(const DaemonConfig& config) {
     }
   }
 
-  HttpProbe http_probe(metrics.registry());
-  // Before the server: an import's last callbacks may run as its
-  // io_context is destroyed.
-  ImportProbe import_probe(metrics.registry());
-  HttpServer http(HttpOptions(config, &http_probe));
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
@@ -221,15 +237,10 @@ int Run(const DaemonConfig& config) {
   std::string api = http.bound_address();
   FEEDD_LOG(kInfo, "main") << "api listening on " << api;
 
+  // The exposer holds collectables weakly: this one lives until the end.
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
-  Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state);
-  if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
-    shut_down();
-    return kExitStartupFailure;
-  }
+  metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
 
   if (!config.ready_file.empty()) {

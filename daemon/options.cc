@@ -343,12 +343,12 @@ const OptionSpec kOptions[] = {
        c.ready_file = std::string(v);
        return Status::Ok();
      }},
-    {"worker.api", "127.0.0.1:8080", "feedd worker: the daemon's HTTP API, HOST:PORT",
+    {"worker.api", "127.0.0.1:8080",
+     "feedd worker: the daemon's HTTP API, HOST:PORT or http://HOST:PORT",
      [](std::string_view v, DaemonConfig& c) {
-       HostPort parsed;
-       Status s = ParseHostPortInto(v, &parsed);
-       if (s.ok()) c.worker_api = parsed.ToString();
-       return s;
+       Result<HostPort> parsed = ParseApiAddress(v);
+       if (parsed.ok()) c.worker_api = parsed->ToString();
+       return parsed.status();
      }},
     {"worker.processors", "",
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
@@ -383,12 +383,13 @@ const OptionSpec kOptions[] = {
 struct Alias {
   const char* name;
   const char* option;
+  const char* value_name;  // in --help
 };
 const Alias kAliases[] = {
-    {"data-dir", "storage.data_dir"},
-    {"listen", "http.listen"},
-    {"metrics-listen", "metrics.listen"},
-    {"ready-file", "ready_file"},
+    {"data-dir", "storage.data_dir", "DIR"},
+    {"listen", "http.listen", "HOST:PORT"},
+    {"metrics-listen", "metrics.listen", "HOST:PORT"},
+    {"ready-file", "ready_file", "PATH"},
 };
 
 std::string EnvName(std::string_view option) {
@@ -404,12 +405,11 @@ Status ConfigError(std::string message) {
 }
 
 po::options_description ConfigDescription() {
-  po::options_description desc(
-      "Configuration options (INI [section] key, --section.key, "
-      "FEEDD_SECTION_KEY)");
+  po::options_description desc("Configuration options");
   for (const OptionSpec& spec : kOptions) {
-    desc.add_options()(spec.name, po::value<std::string>()->default_value(spec.default_value),
-                       spec.description);
+    desc.add_options()(
+        spec.name, po::value<std::string>()->value_name("VALUE")->default_value(spec.default_value),
+        spec.description);
   }
   return desc;
 }
@@ -420,11 +420,12 @@ po::options_description CommandLineOnlyDescription() {
       ("help", "print this help and exit")                     //
       ("version", "print the version and exit")                //
       ("check-config", "validate the configuration and exit")  //
-      ("config", po::value<std::string>(), "INI configuration file");
+      ("config", po::value<std::string>()->value_name("FILE"), "INI configuration file");
   for (const Alias& alias : kAliases) {
     std::string help = "same as --";
     help += alias.option;
-    desc.add_options()(alias.name, po::value<std::string>(), help.c_str());
+    desc.add_options()(alias.name, po::value<std::string>()->value_name(alias.value_name),
+                       help.c_str());
   }
   return desc;
 }
@@ -700,9 +701,16 @@ Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* c
 
 std::string OptionsHelp() {
   std::ostringstream out;
-  out << "Usage: feedd [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
-         "             [--metrics-listen HOST:PORT] [--kafka.brokers embedded|HOST:PORT,...]\n"
-         "             [--ready-file PATH] [--<section>.<key>=VALUE ...]\n\n"
+  out << "Usage: feedd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [OPTION]...\n"
+         "  or:  feedd --check-config [--config FILE] [OPTION]...\n"
+         "  or:  feedd worker [--config FILE] [--worker.api HOST:PORT] [OPTION]...\n"
+         "A JSON document store over HTTP whose every write is appended to a durable,\n"
+         "LSN-ordered change feed, published to Kafka and kept in views by processors.\n"
+         "\n"
+         "Each configuration option section.key is the INI key `key` under [section],\n"
+         "the command-line option --section.key=VALUE and the environment variable\n"
+         "FEEDD_SECTION_KEY; the command line wins over the environment, which wins\n"
+         "over the file.\n\n"
       << CommandLineOnlyDescription() << "\n"
       << ConfigDescription() << "\n"
       << "Dynamic keys (INI or --KEY=VALUE on the command line):\n"
@@ -712,7 +720,21 @@ std::string OptionsHelp() {
          "  container.<name>.writers        any (default) | processors: only processors\n"
          "                                  write it, clients get 403 derived_container\n"
          "  kafka.<property>                librdkafka property, passed through\n"
-         "  processor.<name>.<key>          processor settings\n";
+         "  processor.<name>.<key>          processor settings\n"
+         "\n"
+         "Exit status:\n"
+         "  0    stopped by SIGTERM or SIGINT; --help, --version, --check-config passed\n"
+         "  1    start-up failure: a port taken, storage or Kafka cannot start;\n"
+         "       feedd worker --worker.verify=true: a view differs\n"
+         "  2    bad configuration (systemd does not restart it)\n"
+         "\n"
+         "Environment:\n"
+         "  FEEDD_<SECTION>_<KEY>    any option of the table, e.g. FEEDD_HTTP_LISTEN\n"
+         "  NOTIFY_SOCKET            systemd notification (READY=1, WATCHDOG=1)\n"
+         "  JOURNAL_STREAM           log lines carry the syslog priority, not the time\n"
+         "\n"
+         "Files:\n"
+         "  /etc/feedd/feedd.conf    the configuration of the packaged service\n";
   return out.str();
 }
 

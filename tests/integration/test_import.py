@@ -173,7 +173,7 @@ class ImportTest(FeeddTestCase):
                 f.write(ndjson(good))
                 f.flush()
                 r = subprocess.run([feedctl, "--api", "%s:%d" % (self.daemon.host, self.daemon.port),
-                                    "import", "--container", "posts", f.name],
+                                    "import", "posts", f.name],
                                    capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 0, r.stderr)
             rerun = json.loads(r.stdout)

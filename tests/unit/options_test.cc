@@ -236,6 +236,15 @@ TEST_F(OptionsTest, HostPortValidation) {
   ExpectError("metrics.listen");
 }
 
+TEST_F(OptionsTest, WorkerApiTakesHostPortOrHttpUrl) {
+  args_ = {"--worker.api=http://10.0.0.5:8080/"};
+  EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
+  args_ = {"--worker.api=10.0.0.5:8080"};
+  EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
+  args_ = {"--worker.api=https://10.0.0.5:8080"};
+  ExpectError("invalid value for worker.api");
+}
+
 TEST_F(OptionsTest, UnitConversions) {
   args_ = {"--feed.retention_hours=2", "--feed.retention_mb=3", "--storage.block_cache_mb=4"};
   DaemonConfig config = LoadOk();
