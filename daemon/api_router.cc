@@ -329,6 +329,11 @@ std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
     return ImportStream::Refuse(
         Status(ErrorCode::kContainerNotFound, "no container named '" + *route.container + "'"));
   }
+  if (spec->writers == ContainerWriters::kProcessors) {
+    return ImportStream::Refuse(Status(
+        ErrorCode::kDerivedContainer,
+        "container '" + spec->name + "' is filled by processors only; nothing can be imported"));
+  }
   if (!IsNdjsonContentType(head.Header("Content-Type"))) {
     return ImportStream::Refuse(
         Status(ErrorCode::kUnsupportedMediaType,

@@ -219,6 +219,9 @@ class ImportTest(FeeddTestCase):
         self.assertEqual(status, 404, report)
         status, report = post_import(self.daemon, "users", b"{}\n", content_type="text/csv")
         self.assertEqual(status, 415, report)
+        status, report = post_import(self.daemon, "feed", b"{}\n")
+        self.assertEqual(status, 403, report)
+        self.assertEqual(report["error"]["code"], "derived_container")
         # The connection of a refused import is closed; others go on.
         self.assertEqual(self.client.read("users", "u1", "u1")[0], 200)
 
