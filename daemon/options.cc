@@ -238,6 +238,25 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 64 * 1024 * kMiB, &c.http_max_buffered_bytes);
      }},
+    {"import.batch_mb", "4",
+     "a bulk import writes its items in WriteBatches of about this many MiB (1..256)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 256, &c.import_batch_bytes);
+       c.import_batch_bytes *= kMiB;
+       return s;
+     }},
+    {"import.sync_mb", "64",
+     "a bulk import syncs the WAL once per this many MiB written, and at its end (1..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 65536, &c.import_sync_bytes);
+       c.import_sync_bytes *= kMiB;
+       return s;
+     }},
+    {"import.max_concurrent", "2",
+     "bulk imports running at once, at most; more are answered 503 (1..64)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 64, &c.import_max_concurrent);
+     }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
     {"metrics.request_timeout_ms", "3000",

@@ -26,7 +26,9 @@ boost::json::object Debezium(const KafkaOptions& options, const ChangeRecord& re
   boost::json::object out;
   out["before"] = native["before"];
   out["after"] = native["after"];
-  out["op"] = DebeziumOp(record.op);
+  // An imported item is Debezium's snapshot read: op "r", source.snapshot.
+  const bool imported = native.contains("import");
+  out["op"] = imported ? "r" : DebeziumOp(record.op);
   out["ts_ms"] = record.ts_ms;
   boost::json::object source;
   source["connector"] = "feedd";
@@ -35,6 +37,7 @@ boost::json::object Debezium(const KafkaOptions& options, const ChangeRecord& re
   source["lsn"] = record.lsn;
   source["partitionKey"] = record.partition_key;
   source["id"] = record.id;
+  if (imported) source["snapshot"] = "true";
   // Debezium has no fields for a shrunk envelope: the flags go in `source`.
   if (native.contains("beforeOmitted")) source["beforeOmitted"] = true;
   if (native.contains("afterOmitted")) source["afterOmitted"] = true;
