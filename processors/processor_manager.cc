@@ -151,6 +151,10 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
+  auto jobs =
+      JobRegistry::Open(store->options().data_dir + "/" + kJobsFile, store->options().clock);
+  if (!jobs.ok()) return jobs.status();
+  manager->jobs_ = std::move(*jobs);
   manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
@@ -221,7 +225,8 @@ Status ProcessorManager::Start() {
 }
 
 void ProcessorManager::Stop() {
-  // A verify waiting for its processor returns at once; a rebuild finishes.
+  // Running rebuilds and verifies are asked to stop (their jobs fail) and
+  // joined.
   admin_tasks_->Shutdown();
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) (*it)->Stop();
 }
