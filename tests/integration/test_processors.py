@@ -1069,7 +1069,8 @@ class ProcessorsTest(FeeddTestCase):
         while not rounds or any(t.is_alive() for t in threads):
             for name in ("feed", "user_posts", "usernames"):
                 before = writers.done
-                status, _, body = client.request("POST", "/v1/processors/%s/rebuild?wait=true" % name, {})
+                status, _, body = client.request(
+                    "POST", "/v1/processors/%s/rebuild?wait=true" % name, {})
                 self.assertEqual(status, 200, "POST /v1/processors/%s/rebuild -> %d %r"
                                  % (name, status, body))
                 self.assertEqual(body.get("name"), name, "rebuild %s: %r" % (name, body))
@@ -1349,7 +1350,8 @@ class DerivedItemsTest(FeeddTestCase):
         self.assertEqual(by_id["p1"]["_source"],
                          {"container": "posts", "partitionKey": "p1", "id": "p1"})
         for name in PROCESSORS:
-            status, _, body = self.c.request("POST", "/v1/processors/%s/verify?wait=true" % name, {})
+            status, _, body = self.c.request(
+                "POST", "/v1/processors/%s/verify?wait=true" % name, {})
             self.assertEqual(status, 200, body)
             self.assertEqual((body.get("ok"), body.get("differences")), (True, []),
                              "verify %s: %r" % (name, body))
