@@ -221,20 +221,24 @@ void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::str
         if (!out.ok() && out.status().code() == ErrorCode::kCancelled && !job->cancel_requested()) {
           out = Status(ErrorCode::kUnavailable, "the daemon shut down while the job was running");
         }
-        if (out.ok()) {
-          jobs.Finish(job->id(), boost::json::value(*out));
-        } else {
-          jobs.Finish(job->id(), out.status());
-        }
-        if (!pending) return AdminTasks::Answer();
-        auto response = std::make_shared<HttpResponse>();
-        if (out.ok()) {
-          out->emplace("job", std::to_string(job->id()));
-          *response = JsonResponse(200, boost::json::serialize(*out));
-        } else {
-          *response = ErrorResponse(out.status());
-        }
-        return AdminTasks::Answer([pending, response] { pending->Send(std::move(*response)); });
+        // The job ends once its slot is free (AdminTasks runs the answer
+        // then): a client that sees it ended may start the next one at once.
+        auto outcome = std::make_shared<Result<boost::json::object>>(std::move(out));
+        return AdminTasks::Answer([&jobs, job, pending, outcome] {
+          Result<boost::json::object>& result = *outcome;
+          if (result.ok()) {
+            jobs.Finish(job->id(), boost::json::value(*result));
+          } else {
+            jobs.Finish(job->id(), result.status());
+          }
+          if (!pending) return;
+          if (result.ok()) {
+            result->emplace("job", std::to_string(job->id()));
+            pending->Send(JsonResponse(200, boost::json::serialize(*result)));
+          } else {
+            pending->Send(ErrorResponse(result.status()));
+          }
+        });
       });
   if (!s.ok()) {
     jobs.Withdraw(job->id());

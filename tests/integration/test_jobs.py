@@ -194,6 +194,17 @@ class JobApiTest(JobsTestCase):
         self.assertEqual(self.metric("feedd_jobs_finished_total", type="rebuild", state="succeeded"), 2)
         self.assertEqual(self.metric("feedd_jobs_running"), 0)
 
+    def test_a_job_seen_ended_has_freed_its_processor(self):
+        # A job used to be reported ended before its executor slot was free:
+        # the next rebuild, started at once, was refused 409.
+        daemon = self.start_daemon("feedd-jobs-again")
+        c = daemon.client()
+        self.seed(c)
+        for i in range(30):
+            job = self.accepted(c.request("POST", "/v1/processors/feed/rebuild"), "rebuild",
+                                "feed")
+            self.assertEqual(self.until_ended(c, job["id"])["state"], "succeeded", i)
+
     def test_unknown_jobs_bad_parameters_and_a_finished_job(self):
         daemon = self.start_daemon("feedd-jobs-errors")
         c = daemon.client()
