@@ -151,10 +151,6 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
-  auto jobs =
-      JobRegistry::Open(store->options().data_dir + "/" + kJobsFile, store->options().clock);
-  if (!jobs.ok()) return jobs.status();
-  manager->jobs_ = std::move(*jobs);
   manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
@@ -204,6 +200,10 @@ Result<std::vector<std::unique_ptr<ProcessorWorker>>> ProcessorManager::CreateWo
 }
 
 Status ProcessorManager::Start() {
+  auto jobs =
+      JobRegistry::Open(store_->options().data_dir + "/" + kJobsFile, store_->options().clock);
+  if (!jobs.ok()) return jobs.status();
+  jobs_ = std::move(*jobs);
   // The watermark of a processor the daemon no longer runs (removed from
   // the configuration, or moved to feedd worker) would hold the change
   // feed's retention forever. If it comes back, it starts as a new view.

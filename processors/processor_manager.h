@@ -52,8 +52,8 @@ class ProcessorManager {
   // processor.<name>.<key> settings.
   static std::map<std::string, std::string> DefaultSettings();
 
-  // Drops the retention watermarks of processors it does not run (removed,
-  // or run = worker), then starts every instance.
+  // Opens the jobs (jobs()), drops the retention watermarks of processors it
+  // does not run (removed, or run = worker), then starts every instance.
   Status Start();
   // Cancels and joins the admin tasks, then stops every instance.
   void Stop();
@@ -62,7 +62,7 @@ class ProcessorManager {
   // its name), at most max_admin_tasks at once.
   AdminTasks& admin_tasks() const { return *admin_tasks_; }
   // The rebuilds and verifies as jobs, kept in <data_dir>/jobs.json
-  // (kJobsFile), opened by Create().
+  // (kJobsFile). REQUIRES: Start() succeeded (it opens them).
   static constexpr const char* kJobsFile = "jobs.json";
   JobRegistry& jobs() const { return *jobs_; }
 
