@@ -297,8 +297,16 @@ int Verify(Session& session, const std::vector<std::string>& operands) {
     } else if (differences.empty()) {
       std::cout << name << ": ok (applied LSN " << Count(body.at("appliedLsn")) << ")\n";
     } else {
-      std::cout << name << ": " << differences.size() << " difference(s)\n";
+      // A job keeps the first 1,000 (docs/api.md, "Jobs").
+      const unsigned long long total = body.as_object().contains("differencesTotal")
+                                           ? Count(body.at("differencesTotal"))
+                                           : differences.size();
+      std::cout << name << ": " << total << " difference(s)\n";
       for (const auto& d : differences) std::cout << "  " << Str(d) << "\n";
+      if (total > differences.size()) {
+        std::cout << "  ... and " << total - differences.size() << " more (POST /v1/processors/"
+                  << name << "/verify?wait=true lists them all)\n";
+      }
     }
   }
   if (session.json()) {

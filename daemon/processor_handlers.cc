@@ -196,6 +196,22 @@ Result<bool> ParseWait(std::string_view query) {
   return wait;
 }
 
+// What a job keeps of its result (in memory and in jobs.json, for up to
+// JobRegistry::kMaxFinished jobs): every list cut to kMaxKeptEntries, with
+// "<name>Total" giving its full length. A ?wait=true answer has it all.
+constexpr size_t kMaxKeptEntries = 1000;
+
+boost::json::value KeptResult(const boost::json::object& result) {
+  boost::json::object kept = result;
+  for (const auto& [key, value] : result) {
+    if (!value.is_array() || value.get_array().size() <= kMaxKeptEntries) continue;
+    boost::json::array& list = kept[key].as_array();
+    list.resize(kMaxKeptEntries);
+    kept[std::string(key) + "Total"] = value.get_array().size();
+  }
+  return kept;
+}
+
 }  // namespace
 
 void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::string_view query,
@@ -227,7 +243,7 @@ void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::str
         return AdminTasks::Answer([&jobs, job, pending, outcome] {
           Result<boost::json::object>& result = *outcome;
           if (result.ok()) {
-            jobs.Finish(job->id(), boost::json::value(*result));
+            jobs.Finish(job->id(), KeptResult(*result));
           } else {
             jobs.Finish(job->id(), result.status());
           }

@@ -334,6 +334,31 @@ class RebuildCancelTest(JobsTestCase):
         self.assertEqual(self.metric("feedd_jobs_finished_total", type="rebuild", state="cancelled"), 1)
 
 
+class KeptResultTest(JobsTestCase):
+    def test_a_job_keeps_the_first_thousand_differences(self):
+        daemon = self.start_daemon("feedd-jobs-kept", NOTES_CONFIG)
+        c = daemon.client()
+        # Stray copies (as a worker writes them, with sourceLsn) of notes
+        # that do not exist: one difference each.
+        for b in range(11):
+            ops = [{"op": "upsert", "sourceLsn": 1,
+                    "body": {"id": "s%d" % (b * 100 + i), "g": "g0", "type": "note"}}
+                   for i in range(100)]
+            self.assertStatus(c.request("POST", "/v1/containers/copies/partitions/g0/batch",
+                                        {"operations": ops}), 200, "batch %d" % b)
+        status, _, body = c.request("POST", "/v1/processors/copies/verify?wait=true")
+        self.assertEqual((status, body["ok"]), (200, False))
+        self.assertEqual(len(body["differences"]), 1100, "?wait=true answers them all")
+        job = c.request("GET", "/v1/jobs/%s" % body["job"])[2]
+        self.assertEqual(len(job["result"]["differences"]), 1000)
+        self.assertEqual(job["result"]["differencesTotal"], 1100)
+        self.assertEqual(job["result"]["differences"], body["differences"][:1000])
+        rc, out, err = feedctl(daemon, "verify", "copies")
+        self.assertEqual(rc, 1, err)
+        self.assertTrue(out.startswith("copies: 1100 difference(s)\n"), out[:200])
+        self.assertIn("\n  ... and 100 more (POST /v1/processors/copies/verify?wait=true", out)
+
+
 class FeedctlJobsTest(JobsTestCase):
     def test_rebuild_and_verify_follow_their_jobs(self):
         daemon = self.start_daemon("feedd-jobs-feedctl")
