@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/feedctl_import.h"
 #include "daemon/host_port.h"
 #include "util/http_client.h"
 #include "util/json_parse.h"
@@ -69,9 +70,12 @@ struct Reply {
 // What a command runs with: the connection to the daemon and the output mode.
 class Session {
  public:
-  Session(std::string api, bool json) : http_(std::move(api), kTimeout), json_(json) {}
+  Session(std::string api, bool json, feedd::ImportCommand import = {})
+      : http_(std::move(api), kTimeout), json_(json), import_(std::move(import)) {}
   const std::string& api() const { return http_.address(); }
   bool json() const { return json_; }
+  // import's options (--if-exists, --on-error, --no-progress).
+  const feedd::ImportCommand& import() const { return import_; }
 
   // Throws Unreachable when the daemon cannot be reached.
   Reply Call(std::string_view method, const std::string& target) {
@@ -104,6 +108,7 @@ class Session {
  private:
   feedd::HttpClient http_;
   bool json_;
+  feedd::ImportCommand import_;
 };
 
 std::string Str(const boost::json::value& v) { return std::string(v.as_string()); }
@@ -450,6 +455,14 @@ int Resume(Session& session, const std::vector<std::string>& operands) {
   return SetPaused(session, operands[0], false);
 }
 
+int Import(Session& session, const std::vector<std::string>& operands) {
+  feedd::ImportCommand command = session.import();
+  command.api = session.api();
+  command.container = operands[0];
+  if (operands.size() > 1) command.file = operands[1];
+  return feedd::RunImport(command);
+}
+
 // One command: its name, operands (as shown, and how many), help texts and
 // what runs it. `help` is handled before a session exists (run == nullptr).
 struct Command {
@@ -515,6 +528,15 @@ const Command kCommands[] = {
      Pause},
     {"resume", "NAME", 1, 1, "let NAME take changes again",
      "Lets NAME take changes again, from where it paused.", Resume},
+    {"import", "CONTAINER [FILE]", 1, 2, "stream NDJSON items from FILE (or stdin) into CONTAINER",
+     "Bulk import: streams FILE (or standard input, also with FILE '-'), one JSON item per line, "
+     "into POST /v1/containers/CONTAINER/import, with progress on stderr (bytes and lines sent, "
+     "rate) once a second; prints the daemon's report (counts, every failed line with its "
+     "number and error) as JSON on stdout and a summary on stderr. --if-exists skip|replace|fail "
+     "(the daemon's default: skip, so a re-run completes an import that was cut), --on-error "
+     "continue|stop, --no-progress. Exits 0 when every line was created or skipped, 1 when a "
+     "line failed or the import did not complete.",
+     Import},
     {"help", "[COMMAND]", 0, 1, "print this help, or COMMAND's",
      "Prints the help of COMMAND, or of feedctl when no command is named.", nullptr},
 };
@@ -534,6 +556,11 @@ po::options_description GlobalOptions() {
        "127.0.0.1:8080)")                                                               //
       ("ready-file", po::value<std::string>()->value_name("PATH"),
        "take the API address from feedd's ready file")  //
+      ("if-exists", po::value<std::string>()->value_name("skip|replace|fail"),
+       "import: what to do with an id that is already stored")  //
+      ("on-error", po::value<std::string>()->value_name("continue|stop"),
+       "import: go on after a bad line, or stop at the first")  //
+      ("no-progress", "import: no progress lines on stderr")    //
       ("json", "print the daemon's JSON answers instead of text")(
           "help,h", "print this help (or the command's) and exit")("version",
                                                                    "print the version and exit");
@@ -572,7 +599,7 @@ const char* const kExitAndEnvironment =
 std::string MainHelp() {
   std::ostringstream out;
   out << "Usage: feedctl [OPTION]... COMMAND [ARG]...\n"
-         "Inspect and control the processors of a running feedd.\n"
+         "Inspect and control a running feedd: its processors, and bulk imports.\n"
          "\n"
          "Commands:\n";
   for (const Command& c : kCommands) {
@@ -591,6 +618,7 @@ std::string MainHelp() {
          "  $ feedctl pause feed\n"
          "  $ feedctl rebuild feed          (Ctrl-C leaves the job running)\n"
          "  $ feedctl jobs\n"
+         "  $ feedctl import --if-exists skip posts posts.ndjson\n"
          "\n"
          "`feedctl help COMMAND` or `feedctl COMMAND --help` describes one command.\n";
   return out.str();
@@ -695,7 +723,11 @@ int Main(int argc, char** argv) {
   feedd::Result<feedd::HostPort> address = feedd::ParseApiAddress(api);
   if (!address.ok()) return UsageError("bad API address: " + address.status().message());
 
-  Session session(address->ToString(), values.count("json") != 0);
+  feedd::ImportCommand import;
+  if (values.count("if-exists") != 0) import.if_exists = values["if-exists"].as<std::string>();
+  if (values.count("on-error") != 0) import.on_error = values["on-error"].as<std::string>();
+  import.progress = values.count("no-progress") == 0;
+  Session session(address->ToString(), values.count("json") != 0, std::move(import));
   try {
     return command->run(session, args);
   } catch (const Unreachable& e) {

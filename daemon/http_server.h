@@ -10,6 +10,12 @@
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread.
 //   A connection idle for idle_timeout is closed.
+//   When the handler's StreamBody() returns a BodyStream for a request head,
+//   the body is not buffered: it is read in pieces of at most 64 KiB, each
+//   handed to the stream, the next read only once the stream asks for more
+//   (no max_request_bytes, no max_buffered_bytes: the stream bounds what it
+//   holds). A stream that stops early gets its answer sent and the rest of
+//   the body drained for a moment before the connection is closed.
 //
 // Limits (docs/api.md, "Limits")
 //   - max_connections: a connection accepted beyond it is answered 503

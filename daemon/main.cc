@@ -20,6 +20,7 @@
 #include "daemon/api_router.h"
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
+#include "daemon/import_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -27,6 +28,7 @@
 #include "daemon/systemd_notifier.h"
 #include "daemon/worker_main.h"
 #include "feed/embedded_broker.h"
+#include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
@@ -103,6 +105,9 @@ int Run(const DaemonConfig& config) {
   // API serves; /metrics serves the registry at once.
   MetricsServer metrics;
   HttpProbe http_probe(metrics.registry());
+  // Before the server: an import's last callbacks may run as its
+  // io_context is destroyed.
+  ImportProbe import_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
@@ -142,7 +147,7 @@ int Run(const DaemonConfig& config) {
   const bool embedded = config.kafka.brokers == "embedded";
   if (config.kafka.brokers != "none") {
     if (embedded) {
-      auto started = EmbeddedBroker::Start();
+      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
       if (!started.ok()) {
         FEEDD_LOG(kError, "main") << started.status().ToString();
         return kExitStartupFailure;
@@ -152,6 +157,12 @@ int Run(const DaemonConfig& config) {
         Status s =
             broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
         if (!s.ok()) {
+          FEEDD_LOG(kError, "main") << s.ToString();
+          return kExitStartupFailure;
+        }
+      }
+      if (config.kafka.heartbeat_interval_ms > 0) {
+        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
           FEEDD_LOG(kError, "main") << s.ToString();
           return kExitStartupFailure;
         }
@@ -197,6 +208,11 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
+  router_options.import_limits.batch_bytes = config.import_batch_bytes;
+  router_options.import_limits.sync_bytes = config.import_sync_bytes;
+  router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
+  router_options.import_max_concurrent = config.import_max_concurrent;
+  router_options.import_probe = &import_probe;
   ApiRouter router(store.get(), router_options, http.io_context());
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 

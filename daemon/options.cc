@@ -238,6 +238,25 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 64 * 1024 * kMiB, &c.http_max_buffered_bytes);
      }},
+    {"import.batch_mb", "4",
+     "a bulk import writes its items in WriteBatches of about this many MiB (1..256)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 256, &c.import_batch_bytes);
+       c.import_batch_bytes *= kMiB;
+       return s;
+     }},
+    {"import.sync_mb", "64",
+     "a bulk import syncs the WAL once per this many MiB written, and at its end (1..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 65536, &c.import_sync_bytes);
+       c.import_sync_bytes *= kMiB;
+       return s;
+     }},
+    {"import.max_concurrent", "2",
+     "bulk imports running at once, at most; more are answered 503 (1..64)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 64, &c.import_max_concurrent);
+     }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
     {"metrics.request_timeout_ms", "3000",
@@ -309,6 +328,22 @@ const OptionSpec kOptions[] = {
        Status s = ParseUint(v, 1, 4096, &mb);
        if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
        return s;
+     }},
+    {"kafka.resolved_interval_ms", "0",
+     "resolved markers to every partition at most this often, when something was published "
+     "(docs/kafka.md, 'Resolved markers'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.resolved_interval_ms);
+     }},
+    {"kafka.heartbeat_interval_ms", "0",
+     "a heartbeat to <topic_prefix>__heartbeat this often, written or not (docs/kafka.md, "
+     "'Heartbeats'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.heartbeat_interval_ms);
+     }},
+    {"kafka.embedded_port", "0", "bootstrap port of the embedded broker; 0: a free port (0..65535)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 65535, &c.kafka.embedded_port);
      }},
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
@@ -705,7 +740,8 @@ std::string OptionsHelp() {
          "\n"
          "Exit status:\n"
          "  0    stopped by SIGTERM or SIGINT; --help, --version, --check-config passed\n"
-         "  1    start-up failure: a port taken, storage or Kafka cannot start\n"
+         "  1    start-up failure: a port taken, storage or Kafka cannot start;\n"
+         "       feedd worker --worker.verify=true: a view differs\n"
          "  2    bad configuration (systemd does not restart it)\n"
          "\n"
          "Environment:\n"

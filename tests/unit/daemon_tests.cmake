@@ -16,3 +16,9 @@ target_link_libraries(query_executor_test PRIVATE feedd_daemon GTest::gtest_main
 gtest_discover_tests(query_executor_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(ndjson_lines_test ${CMAKE_CURRENT_LIST_DIR}/ndjson_lines_test.cc)
+target_link_libraries(ndjson_lines_test PRIVATE feedd_http_api GTest::gtest_main)
+gtest_discover_tests(ndjson_lines_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)

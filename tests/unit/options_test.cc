@@ -348,6 +348,27 @@ TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
   ExpectError("kafka.linger.ms");
 }
 
+// Feedd options, not librdkafka properties (which would reject them).
+TEST_F(OptionsTest, ResolvedIntervalAndEmbeddedPort) {
+  DaemonConfig defaults = LoadOk();
+  EXPECT_EQ(defaults.kafka.resolved_interval_ms, 0u);
+  EXPECT_EQ(defaults.kafka.heartbeat_interval_ms, 0u);
+  EXPECT_EQ(defaults.kafka.embedded_port, 0u);
+  args_ = {"--kafka.resolved_interval_ms=1000", "--kafka.embedded_port=39092",
+           "--kafka.heartbeat_interval_ms=250"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.kafka.resolved_interval_ms, 1000u);
+  EXPECT_EQ(config.kafka.embedded_port, 39092u);
+  EXPECT_EQ(config.kafka.heartbeat_interval_ms, 250u);
+  EXPECT_TRUE(config.kafka.properties.empty());
+  args_ = {"--kafka.embedded_port=65536"};
+  ExpectError("kafka.embedded_port");
+  args_ = {"--kafka.resolved_interval_ms=-1"};
+  ExpectError("kafka.resolved_interval_ms");
+  args_ = {"--kafka.heartbeat_interval_ms=3600001"};
+  ExpectError("kafka.heartbeat_interval_ms");
+}
+
 TEST_F(OptionsTest, MessageKeyAndTombstones) {
   EXPECT_EQ(LoadOk().kafka.message_key, MessageKey::kPartitionKey);
   args_ = {"--kafka.message_key=item", "--kafka.tombstones=true"};
