@@ -31,6 +31,9 @@ enum class RouteKind {
   kVerify,      // /v1/processors/{name}/verify
   kPause,       // /v1/processors/{name}/pause
   kResume,      // /v1/processors/{name}/resume
+  kJobs,        // /v1/jobs
+  kJob,         // /v1/jobs/{id}
+  kJobCancel,   // /v1/jobs/{id}/cancel
   kHealthz,     // /healthz
   kReadyz,      // /readyz
 };
@@ -41,6 +44,7 @@ struct Route {
   const std::string* pk = nullptr;
   const std::string* id = nullptr;
   const std::string* processor = nullptr;
+  const std::string* job = nullptr;
 };
 
 Route MatchRoute(const std::vector<std::string>& s) {
@@ -55,6 +59,11 @@ Route MatchRoute(const std::vector<std::string>& s) {
     if (s[1] == "changefeed") route.kind = RouteKind::kChangeFeed;
     if (s[1] == "feed") route.kind = RouteKind::kFeed;
     if (s[1] == "processors") route.kind = RouteKind::kProcessors;
+    if (s[1] == "jobs") route.kind = RouteKind::kJobs;
+  } else if ((n == 3 || n == 4) && s[0] == "v1" && s[1] == "jobs") {
+    route.job = &s[2];
+    if (n == 3) route.kind = RouteKind::kJob;
+    if (n == 4 && s[3] == "cancel") route.kind = RouteKind::kJobCancel;
   } else if (n >= 3 && n <= 5 && s[0] == "v1" && s[1] == "processors") {
     route.processor = &s[2];
     if (n == 3) route.kind = RouteKind::kProcessor;
@@ -118,6 +127,12 @@ std::string_view TemplateOf(RouteKind kind) {
       return "/v1/processors/{name}/pause";
     case RouteKind::kResume:
       return "/v1/processors/{name}/resume";
+    case RouteKind::kJobs:
+      return "/v1/jobs";
+    case RouteKind::kJob:
+      return "/v1/jobs/{id}";
+    case RouteKind::kJobCancel:
+      return "/v1/jobs/{id}/cancel";
     case RouteKind::kHealthz:
       return "/healthz";
     case RouteKind::kReadyz:
@@ -140,6 +155,7 @@ std::string_view AllowedMethods(RouteKind kind) {
     case RouteKind::kVerify:
     case RouteKind::kPause:
     case RouteKind::kResume:
+    case RouteKind::kJobCancel:
       return "POST";
     case RouteKind::kItem:
       return "GET, PUT, PATCH, DELETE";
@@ -159,6 +175,7 @@ bool IsAllowed(RouteKind kind, HttpMethod method) {
     case RouteKind::kVerify:
     case RouteKind::kPause:
     case RouteKind::kResume:
+    case RouteKind::kJobCancel:
       return method == HttpMethod::kPost;
     case RouteKind::kItem:
       return method == HttpMethod::kGet || method == HttpMethod::kPut ||
@@ -285,12 +302,18 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
         return ShowProcessor(*instance, std::move(responder));
       if (route.kind == RouteKind::kParked) return ShowParked(*instance, std::move(responder));
       if (route.kind == RouteKind::kReplay) return ReplayParked(*instance, std::move(responder));
-      if (route.kind == RouteKind::kRebuild) return Rebuild(*instance, std::move(responder));
+      if (route.kind == RouteKind::kRebuild) return Rebuild(*instance, query, std::move(responder));
       if (route.kind == RouteKind::kPause || route.kind == RouteKind::kResume) {
         return Pause(*instance, route.kind == RouteKind::kPause, std::move(responder));
       }
-      return Verify(*instance, std::move(responder));
+      return Verify(*instance, query, std::move(responder));
     }
+    case RouteKind::kJobs:
+      return ListJobs(std::move(responder));
+    case RouteKind::kJob:
+      return ShowJob(*route.job, std::move(responder));
+    case RouteKind::kJobCancel:
+      return CancelJob(*route.job, std::move(responder));
     case RouteKind::kHealthz:
       return responder.Send(JsonResponse(200, R"({"status":"ok"})"));
     case RouteKind::kReadyz: {

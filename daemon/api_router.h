@@ -1,7 +1,8 @@
 // ApiRouter: the HTTP API of docs/api.md, on top of a DocumentStore. It maps each request to a
 // route, validates it, and answers from the store.
 //
-// Files: api_router.cc (routing, containers, health, processors),
+// Files: api_router.cc (routing, containers, health), processor_handlers.cc
+// (processors, starting rebuild and verify jobs), job_handlers.cc (jobs),
 // write_handlers.cc (POST/PUT/PATCH/DELETE items, batch), read_handlers.cc
 // (GET item, query, read-your-writes), feed_handlers.cc (change feed with
 // long-poll, feed info).
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -38,6 +40,7 @@
 #include "daemon/import_stream.h"
 #include "daemon/query_executor.h"
 #include "feed/publisher.h"
+#include "processors/jobs.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
 #include "storage/query.h"
@@ -140,12 +143,22 @@ class ApiRouter : public HttpHandler {
   void ReplayParked(ProcessorInstance& instance, Responder responder);
   // Pauses (or resumes) taking changes; answers the state.
   void Pause(ProcessorInstance& instance, bool pause, Responder responder);
-  // Rebuild and verify take long: they run on the processors' AdminTasks,
-  // or are answered at once when it refuses them (409, 429, 503).
-  void Rebuild(ProcessorInstance& instance, Responder responder);
-  void Verify(ProcessorInstance& instance, Responder responder);
-  void RunAdminTask(ProcessorInstance& instance, Responder responder,
-                    std::function<HttpResponse(std::stop_token)> task);
+  // Rebuild and verify take long: they run as jobs on the processors'
+  // AdminTasks and are answered 202 with the job (200 with the result when
+  // done, with ?wait=true), or at once when it refuses them (409, 429, 503).
+  void Rebuild(ProcessorInstance& instance, std::string_view query, Responder responder);
+  void Verify(ProcessorInstance& instance, std::string_view query, Responder responder);
+  // The operation of a job: its result, or the error the job ends with.
+  using JobWork = std::function<Result<boost::json::object>(const AdminRun& run)>;
+  void StartJob(ProcessorInstance& instance, std::string type, std::string_view query,
+                Responder responder, JobWork work);
+
+  // job_handlers.cc
+  void ListJobs(Responder responder);
+  void ShowJob(std::string_view id, Responder responder);
+  void CancelJob(std::string_view id, Responder responder);
+  // 202 with the job and its Location.
+  HttpResponse JobAccepted(const Job& job) const;
 
   // feed_handlers.cc
   void ChangeFeed(std::string_view query, Responder responder);

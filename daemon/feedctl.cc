@@ -12,17 +12,27 @@
 // Output: text for people by default; with --json, the daemon's JSON answer
 // on stdout (also for a refused call), the text of an error on stderr.
 // Exit codes (kExit* below, listed in --help): 0 ok, 1 the daemon refused the
-// call or verify found differences, 2 usage error, 3 the daemon could not be
-// reached.
+// call, a job failed or verify found differences, 2 usage error, 3 the daemon
+// could not be reached.
+//
+// rebuild and verify run as jobs in the daemon (docs/api.md, "Jobs"):
+// feedctl starts one, polls it until it ends and shows its progress on
+// stderr. Ctrl-C (the default SIGINT) ends feedctl only; the job runs on.
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/feedctl_import.h"
@@ -35,7 +45,7 @@ namespace {
 namespace po = boost::program_options;
 
 constexpr int kExitOk = 0;
-constexpr int kExitRefused = 1;  // an error answer, or verify found differences
+constexpr int kExitRefused = 1;  // an error answer, a failed job, or verify found differences
 constexpr int kExitUsage = 2;
 constexpr int kExitUnreachable = 3;
 
@@ -134,6 +144,130 @@ int ListProcessors(Session& session, const std::vector<std::string>&) {
   return kExitOk;
 }
 
+// ---- Jobs: rebuild and verify start one and follow it ----
+
+std::string JobPath(const std::string& id, std::string_view rest = {}) {
+  std::string path = "/v1/jobs/" + feedd::PercentEncodeSegment(id);
+  path.append(rest);
+  return path;
+}
+
+// "1200/2660 items (45%), 400 items/s, ETA 4 s" (what is known of it).
+std::string ProgressText(const boost::json::object& job) {
+  const auto& p = job.at("progress").as_object();
+  const unsigned long long done = Count(p.at("done"));
+  std::ostringstream out;
+  out << done;
+  if (!p.at("total").is_null()) {
+    const unsigned long long total = Count(p.at("total"));
+    out << "/" << total << " items";
+    if (total > 0) out << " (" << std::min<unsigned long long>(done * 100 / total, 100) << "%)";
+  } else {
+    out << " items";
+  }
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.0f", p.at("ratePerSecond").to_number<double>());
+  out << ", " << rate << " items/s";
+  if (!p.at("etaSeconds").is_null()) {
+    out << ", ETA " << static_cast<long long>(p.at("etaSeconds").to_number<double>() + 0.5) << " s";
+  }
+  return out.str();
+}
+
+// Shows a running job's progress on stderr: a bar redrawn in place on a
+// terminal, otherwise a plain line at most every kPlainEvery.
+class ProgressView {
+ public:
+  ProgressView() : terminal_(isatty(STDERR_FILENO) == 1) {}
+  ~ProgressView() { Done(); }
+
+  void Show(const boost::json::object& job) {
+    const std::string text = ProgressText(job);
+    if (terminal_) {
+      constexpr int kWidth = 30;
+      const auto& p = job.at("progress").as_object();
+      int filled = 0;
+      if (!p.at("total").is_null() && Count(p.at("total")) > 0) {
+        filled = static_cast<int>(std::min<unsigned long long>(
+            Count(p.at("done")) * kWidth / Count(p.at("total")), kWidth));
+      }
+      std::cerr << "\r[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+                << text << "\033[K" << std::flush;
+      drawn_ = true;
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (shown_ && now - last_ < kPlainEvery) return;
+    shown_ = true;
+    last_ = now;
+    std::cerr << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " "
+              << Str(job.at("processor")) << ": " << text << "\n";
+  }
+
+  // Ends the bar's line.
+  void Done() {
+    if (drawn_) std::cerr << "\n";
+    drawn_ = false;
+  }
+
+ private:
+  static constexpr std::chrono::seconds kPlainEvery{2};
+  const bool terminal_;
+  bool drawn_ = false, shown_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// How often a running job is asked for.
+constexpr std::chrono::milliseconds kPollEvery(200);
+
+// The end of a job: its result, or the error it failed with.
+struct JobEnd {
+  std::string id;
+  boost::json::value result;  // the synchronous call's answer plus "job"
+  feedd::Status error;
+  bool ok() const { return error.ok(); }
+};
+
+// Starts `operation` (rebuild, verify) of `name` and follows its job until
+// it ends; nullopt when the daemon refused to start it (*refused set).
+std::optional<JobEnd> RunJob(Session& session, const std::string& name, std::string_view operation,
+                             Reply* refused) {
+  Reply r = session.Call("POST", ProcessorPath(name, "/" + std::string(operation)));
+  if (!r.ok()) {
+    *refused = std::move(r);
+    return std::nullopt;
+  }
+  boost::json::object job = r.body.as_object();
+  const std::string id = Str(job.at("id"));
+  ProgressView view;
+  while (Str(job.at("state")) == "running") {
+    view.Show(job);
+    std::this_thread::sleep_for(kPollEvery);
+    Reply got = session.Call("GET", JobPath(id));
+    if (!got.ok()) {
+      *refused = std::move(got);
+      return std::nullopt;
+    }
+    job = got.body.as_object();
+  }
+  view.Done();
+  JobEnd end;
+  end.id = id;
+  if (Str(job.at("state")) == "succeeded") {
+    end.result = job.at("result");
+    end.result.as_object()["job"] = id;
+  } else {
+    const auto& e = job.at("error").as_object();
+    end.error = feedd::Status(feedd::ErrorCodeFromName(Str(e.at("code"))), Str(e.at("message")));
+  }
+  return end;
+}
+
+boost::json::object ErrorBody(const feedd::Status& error) {
+  return boost::json::object{
+      {"error", {{"code", feedd::ErrorCodeName(error.code())}, {"message", error.message()}}}};
+}
+
 int Verify(Session& session, const std::vector<std::string>& operands) {
   std::vector<std::string> names = operands;
   if (names.empty()) {
@@ -144,30 +278,40 @@ int Verify(Session& session, const std::vector<std::string>& operands) {
   int rc = kExitOk;
   boost::json::array results;  // --json: one verify answer (or error body) per processor
   for (const auto& name : names) {
-    Reply r = session.Call("POST", ProcessorPath(name, "/verify"));
-    if (!r.ok()) {
+    Reply refused;
+    std::optional<JobEnd> end = RunJob(session, name, "verify", &refused);
+    feedd::Status error = end ? end->error : refused.error;
+    if (!error.ok()) {
       rc = kExitRefused;
-      std::cerr << "feedctl: verify " << name << ": " << r.error.ToString() << "\n";
+      std::cerr << "feedctl: verify " << name << ": " << error.ToString() << "\n";
       if (session.json()) {
-        results.push_back(boost::json::object{
-            {"name", name},
-            {"ok", false},
-            {"error",
-             {{"code", feedd::ErrorCodeName(r.error.code())}, {"message", r.error.message()}}}});
+        boost::json::object failed{{"name", name}, {"ok", false}};
+        failed["error"] = ErrorBody(error).at("error");
+        if (end) failed["job"] = end->id;
+        results.push_back(std::move(failed));
       } else {
-        std::cout << name << ": cannot verify: " << r.error.ToString() << "\n";
+        std::cout << name << ": cannot verify: " << error.ToString() << "\n";
       }
       continue;
     }
-    const auto& differences = r.body.at("differences").as_array();
+    const boost::json::value& body = end->result;
+    const auto& differences = body.at("differences").as_array();
     if (!differences.empty()) rc = kExitRefused;
     if (session.json()) {
-      results.push_back(r.body);
+      results.push_back(body);
     } else if (differences.empty()) {
-      std::cout << name << ": ok (applied LSN " << Count(r.body.at("appliedLsn")) << ")\n";
+      std::cout << name << ": ok (applied LSN " << Count(body.at("appliedLsn")) << ")\n";
     } else {
-      std::cout << name << ": " << differences.size() << " difference(s)\n";
+      // A job keeps the first 1,000 (docs/api.md, "Jobs").
+      const unsigned long long total = body.as_object().contains("differencesTotal")
+                                           ? Count(body.at("differencesTotal"))
+                                           : differences.size();
+      std::cout << name << ": " << total << " difference(s)\n";
       for (const auto& d : differences) std::cout << "  " << Str(d) << "\n";
+      if (total > differences.size()) {
+        std::cout << "  ... and " << total - differences.size() << " more (POST /v1/processors/"
+                  << name << "/verify?wait=true lists them all)\n";
+      }
     }
   }
   if (session.json()) {
@@ -179,12 +323,83 @@ int Verify(Session& session, const std::vector<std::string>& operands) {
 
 int Rebuild(Session& session, const std::vector<std::string>& operands) {
   const std::string& name = operands[0];
-  Reply r = session.Call("POST", ProcessorPath(name, "/rebuild"));
-  if (!r.ok()) return session.Refused("rebuild " + name, r);
+  Reply refused;
+  std::optional<JobEnd> end = RunJob(session, name, "rebuild", &refused);
+  if (!end) return session.Refused("rebuild " + name, refused);
+  if (!end->ok()) {
+    if (session.json()) std::cout << boost::json::serialize(ErrorBody(end->error)) << "\n";
+    std::cerr << "feedctl: rebuild " << name << " (job " << end->id
+              << "): " << end->error.ToString() << "\n";
+    return kExitRefused;
+  }
+  if (session.json()) {
+    std::cout << boost::json::serialize(end->result) << "\n";
+  } else {
+    std::cout << name << ": rebuilt (applied LSN " << Count(end->result.at("appliedLsn")) << ")\n";
+  }
+  return kExitOk;
+}
+
+// One line of `feedctl jobs`, and the text of `feedctl job`.
+std::string JobLine(const boost::json::object& job) {
+  std::string outcome;
+  if (!job.at("error").is_null()) {
+    const auto& e = job.at("error").as_object();
+    outcome = Str(e.at("code")) + ": " + Str(e.at("message"));
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line), "%-6s %-8s %-16s %-10s ", Str(job.at("id")).c_str(),
+                Str(job.at("type")).c_str(), Str(job.at("processor")).c_str(),
+                Str(job.at("state")).c_str());
+  return line + ProgressText(job) + (outcome.empty() ? "" : "  " + outcome);
+}
+
+int ListJobs(Session& session, const std::vector<std::string>&) {
+  Reply r = session.Call("GET", "/v1/jobs");
+  if (!r.ok()) return session.Refused("jobs", r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+    return kExitOk;
+  }
+  std::printf("%-6s %-8s %-16s %-10s %s\n", "ID", "TYPE", "PROCESSOR", "STATE", "PROGRESS");
+  for (const auto& job : r.body.at("jobs").as_array()) {
+    std::cout << JobLine(job.as_object()) << "\n";
+  }
+  return kExitOk;
+}
+
+int ShowJob(Session& session, const std::vector<std::string>& operands) {
+  const std::string& id = operands[0];
+  Reply r = session.Call("GET", JobPath(id));
+  if (!r.ok()) return session.Refused("job " + id, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+    return kExitOk;
+  }
+  const auto& job = r.body.as_object();
+  std::cout << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " "
+            << Str(job.at("processor")) << ", " << Str(job.at("state")) << "\n"
+            << "  progress: " << ProgressText(job) << "\n";
+  if (!job.at("result").is_null()) {
+    std::cout << "  result: " << boost::json::serialize(job.at("result")) << "\n";
+  }
+  if (!job.at("error").is_null()) {
+    const auto& e = job.at("error").as_object();
+    std::cout << "  error: " << Str(e.at("code")) << ": " << Str(e.at("message")) << "\n";
+  }
+  return kExitOk;
+}
+
+int CancelJob(Session& session, const std::vector<std::string>& operands) {
+  const std::string& id = operands[0];
+  Reply r = session.Call("POST", JobPath(id, "/cancel"));
+  if (!r.ok()) return session.Refused("cancel " + id, r);
   if (session.json()) {
     std::cout << boost::json::serialize(r.body) << "\n";
   } else {
-    std::cout << name << ": rebuilt (applied LSN " << Count(r.body.at("appliedLsn")) << ")\n";
+    const auto& job = r.body.as_object();
+    std::cout << "job " << id << ": cancel requested (" << Str(job.at("type")) << " "
+              << Str(job.at("processor")) << ", " << Str(job.at("state")) << ")\n";
   }
   return kExitOk;
 }
@@ -270,15 +485,36 @@ const Command kCommands[] = {
      ListProcessors},
     {"verify", "[NAME]...", 0, kAny, "recompute views and print every difference",
      "Recomputes the view of each named processor (every processor when none is named) "
-     "from its source containers and prints every difference from the stored view. Exits 0 "
+     "from its source containers and prints every difference from the stored view. Each "
+     "verify is a job: feedctl starts it and follows it until it ends, showing its "
+     "progress on stderr (a bar on a terminal, a line every 2 s otherwise). Exits 0 "
      "when every view is right, 1 when one differs or cannot be verified. With --json, "
-     "{\"processors\":[...]} holding each answer of POST /v1/processors/NAME/verify.",
+     "{\"processors\":[...]} holding each result (the answer of POST "
+     "/v1/processors/NAME/verify?wait=true, with its \"job\"). Ctrl-C stops following, "
+     "not the job: `feedctl cancel ID` does.",
      Verify},
     {"rebuild", "NAME", 1, 1, "derive NAME's view from scratch",
      "Derives NAME's view from scratch from the current data, then lets NAME continue from "
-     "the head LSN at the start of the rebuild; answers when done. Refused (exit 1) while "
-     "another rebuild or verify of NAME runs.",
+     "the head LSN at the start of the rebuild. The rebuild is a job: feedctl starts it and "
+     "follows it until it ends, showing its progress on stderr (a bar on a terminal, a line "
+     "every 2 s otherwise). Refused (exit 1) while another rebuild or verify of NAME runs; "
+     "exit 1 too when the job fails or is cancelled. Ctrl-C stops following, not the job: "
+     "`feedctl cancel ID` does.",
      Rebuild},
+    {"jobs", "", 0, 0, "list recent jobs (rebuilds, verifies), newest first",
+     "Prints one line per job the daemon keeps (the running ones and the last 100 "
+     "finished): id, type, processor, state (running, succeeded, failed, cancelled), "
+     "progress (items done, estimated total, rate, ETA) and the error of a job that "
+     "failed. With --json, the answer of GET /v1/jobs.",
+     ListJobs},
+    {"job", "ID", 1, 1, "show job ID: state, progress, result or error",
+     "Prints job ID: its type, processor, state, progress, and its result or error. With "
+     "--json, the answer of GET /v1/jobs/ID. Exit 1 for an unknown id.",
+     ShowJob},
+    {"cancel", "ID", 1, 1, "ask job ID to stop",
+     "Asks the running job ID to stop; it ends `cancelled` soon after (a rebuild commits "
+     "nothing more). Exit 1 when the job has already finished or is unknown.",
+     CancelJob},
     {"parked", "NAME", 1, 1, "list NAME's parked changes",
      "Lists the changes NAME could not apply and parked: LSN, source item "
      "(container/partition key/id) and the error.",
@@ -352,8 +588,8 @@ std::string Wrap(std::string_view text, size_t indent, size_t width = 79) {
 const char* const kExitAndEnvironment =
     "Exit status:\n"
     "  0    the command succeeded\n"
-    "  1    the daemon refused the call (an error answer), or verify found a\n"
-    "       difference\n"
+    "  1    the daemon refused the call (an error answer), a rebuild or verify\n"
+    "       job failed or was cancelled, or verify found a difference\n"
     "  2    usage error: unknown command or option, wrong operands, bad address\n"
     "  3    the daemon could not be reached (no connection, timeout)\n"
     "\n"
@@ -380,6 +616,8 @@ std::string MainHelp() {
          "  $ feedctl verify --api http://10.0.0.5:8080\n"
          "  $ FEEDCTL_API=127.0.0.1:8080 feedctl --json verify feed\n"
          "  $ feedctl pause feed\n"
+         "  $ feedctl rebuild feed          (Ctrl-C leaves the job running)\n"
+         "  $ feedctl jobs\n"
          "  $ feedctl import --if-exists skip posts posts.ndjson\n"
          "\n"
          "`feedctl help COMMAND` or `feedctl COMMAND --help` describes one command.\n";

@@ -32,6 +32,7 @@
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
+#include "util/atomic_file.h"
 #include "util/logging.h"
 
 extern char** environ;

@@ -176,43 +176,122 @@ void ApiRouter::Pause(ProcessorInstance& instance, bool pause, Responder respond
   responder.Send(JsonResponse(200, boost::json::serialize(StatusJson(instance.GetStatus()))));
 }
 
-void ApiRouter::RunAdminTask(ProcessorInstance& instance, Responder responder,
-                             std::function<HttpResponse(std::stop_token)> task) {
+namespace {
+
+// ?wait=true|false (default false). Any other parameter or value is
+// invalid_request.
+Result<bool> ParseWait(std::string_view query) {
+  Result<std::vector<QueryParam>> params = ParseQueryString(query);
+  if (!params.ok()) return params.status();
+  bool wait = false;
+  for (const QueryParam& p : *params) {
+    if (p.name != "wait") {
+      return Status(ErrorCode::kInvalidRequest, "unknown parameter '" + p.name + "'");
+    }
+    if (p.value != "true" && p.value != "false") {
+      return Status(ErrorCode::kInvalidRequest, "wait must be true or false");
+    }
+    wait = p.value == "true";
+  }
+  return wait;
+}
+
+// What a job keeps of its result (in memory and in jobs.json, for up to
+// JobRegistry::kMaxFinished jobs): every list cut to kMaxKeptEntries, with
+// "<name>Total" giving its full length. A ?wait=true answer has it all.
+constexpr size_t kMaxKeptEntries = 1000;
+
+boost::json::value KeptResult(const boost::json::object& result) {
+  boost::json::object kept = result;
+  for (const auto& [key, value] : result) {
+    if (!value.is_array() || value.get_array().size() <= kMaxKeptEntries) continue;
+    boost::json::array& list = kept[key].as_array();
+    list.resize(kMaxKeptEntries);
+    kept[std::string(key) + "Total"] = value.get_array().size();
+  }
+  return kept;
+}
+
+}  // namespace
+
+void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::string_view query,
+                         Responder responder, JobWork work) {
+  Result<bool> wait = ParseWait(query);
+  if (!wait.ok()) return responder.Send(ErrorResponse(wait.status()));
   // One operation per processor at a time (409), a bounded number at once
   // (429): the manager's AdminTasks, joined before the store closes. The
-  // response is sent once the operation has released its slot, so the
-  // client may ask again as soon as it has the answer.
-  auto pending = std::make_shared<Responder>(std::move(responder));
+  // job runs there, not on the connection: a client that goes away leaves
+  // it running. With ?wait=true the answer is sent once the operation has
+  // released its slot, so the client may ask again as soon as it has it.
+  JobRegistry& jobs = options_.processors->jobs();
+  std::shared_ptr<JobControl> job = jobs.Create(std::move(type), instance.name());
+  job->SetTotal(instance.EstimatedSourceItems());
+  std::shared_ptr<Responder> pending;
+  if (*wait) pending = std::make_shared<Responder>(std::move(responder));
   Status s = options_.processors->admin_tasks().Submit(
-      instance.name(), [pending, task = std::move(task)](std::stop_token stop) {
-        auto response = std::make_shared<HttpResponse>(task(stop));
-        return [pending, response] { pending->Send(std::move(*response)); };
+      instance.name(), [&jobs, job, pending, work = std::move(work)](std::stop_token shutdown) {
+        // Shutdown stops the job as a cancel does; it then fails.
+        std::stop_callback on_shutdown(shutdown, [job] { job->RequestStop(); });
+        Result<boost::json::object> out =
+            work(AdminRun{job->stop_token(), [job](uint64_t items) { job->AddDone(items); }});
+        if (!out.ok() && out.status().code() == ErrorCode::kCancelled && !job->cancel_requested()) {
+          out = Status(ErrorCode::kUnavailable, "the daemon shut down while the job was running");
+        }
+        // The job ends once its slot is free (AdminTasks runs the answer
+        // then): a client that sees it ended may start the next one at once.
+        auto outcome = std::make_shared<Result<boost::json::object>>(std::move(out));
+        return AdminTasks::Answer([&jobs, job, pending, outcome] {
+          Result<boost::json::object>& result = *outcome;
+          if (result.ok()) {
+            jobs.Finish(job->id(), KeptResult(*result));
+          } else {
+            jobs.Finish(job->id(), result.status());
+          }
+          if (!pending) return;
+          if (result.ok()) {
+            result->emplace("job", std::to_string(job->id()));
+            pending->Send(JsonResponse(200, boost::json::serialize(*result)));
+          } else {
+            pending->Send(ErrorResponse(result.status()));
+          }
+        });
       });
-  if (!s.ok()) pending->Send(ErrorResponse(s));
+  if (!s.ok()) {
+    jobs.Withdraw(job->id());
+    return (pending ? *pending : responder).Send(ErrorResponse(s));
+  }
+  jobs.Admit(job->id());
+  if (pending) return;
+  std::optional<Job> admitted = jobs.Get(job->id());
+  if (!admitted) {
+    return responder.Send(ErrorResponse(Status(ErrorCode::kInternal, "the job vanished")));
+  }
+  responder.Send(JobAccepted(*admitted));
 }
 
-void ApiRouter::Rebuild(ProcessorInstance& instance, Responder responder) {
-  RunAdminTask(instance, std::move(responder), [&instance](std::stop_token) {
-    Status s = instance.Rebuild();
-    if (!s.ok()) return ErrorResponse(s);
-    return JsonResponse(200, boost::json::serialize(boost::json::object{
-                                 {"name", instance.name()}, {"appliedLsn", instance.applied()}}));
-  });
+void ApiRouter::Rebuild(ProcessorInstance& instance, std::string_view query, Responder responder) {
+  StartJob(
+      instance, "rebuild", query, std::move(responder),
+      [&instance](const AdminRun& run) -> Result<boost::json::object> {
+        Status s = instance.Rebuild(run);
+        if (!s.ok()) return s;
+        return boost::json::object{{"name", instance.name()}, {"appliedLsn", instance.applied()}};
+      });
 }
 
-void ApiRouter::Verify(ProcessorInstance& instance, Responder responder) {
-  RunAdminTask(instance, std::move(responder), [&instance](std::stop_token stop) {
-    auto differences = instance.Verify(std::chrono::seconds(30), stop);
-    if (!differences.ok()) return ErrorResponse(differences.status());
-    boost::json::array list;
-    for (auto& d : *differences) list.emplace_back(d);
-    bool ok = list.empty();
-    return JsonResponse(
-        200, boost::json::serialize(boost::json::object{{"name", instance.name()},
-                                                        {"ok", ok},
-                                                        {"appliedLsn", instance.applied()},
-                                                        {"differences", std::move(list)}}));
-  });
+void ApiRouter::Verify(ProcessorInstance& instance, std::string_view query, Responder responder) {
+  StartJob(instance, "verify", query, std::move(responder),
+           [&instance](const AdminRun& run) -> Result<boost::json::object> {
+             auto differences = instance.Verify(std::chrono::seconds(30), run);
+             if (!differences.ok()) return differences.status();
+             boost::json::array list;
+             for (auto& d : *differences) list.emplace_back(d);
+             bool ok = list.empty();
+             return boost::json::object{{"name", instance.name()},
+                                        {"ok", ok},
+                                        {"appliedLsn", instance.applied()},
+                                        {"differences", std::move(list)}};
+           });
 }
 
 }  // namespace feedd

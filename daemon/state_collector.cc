@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "daemon/metric_families.h"
@@ -206,6 +207,21 @@ std::vector<MetricFamily> StateCollector::Collect() const {
               static_cast<double>(admin.refused_in_progress()), {{"reason", "in_progress"}});
     f.Counter("feedd_admin_tasks_refused_total", help_refused,
               static_cast<double>(admin.refused_too_many()), {{"reason", "too_many"}});
+    const JobRegistry& jobs = processors_->jobs();
+    f.Gauge("feedd_jobs_running", "Jobs (rebuilds, verifies) running",
+            static_cast<double>(jobs.running()));
+    // Every type and final state from 0, and whatever else has finished.
+    std::map<std::pair<std::string, std::string>, uint64_t> finished;
+    for (const char* type : {"rebuild", "verify"}) {
+      for (JobState state : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+        finished[{type, std::string(JobStateName(state))}] = 0;
+      }
+    }
+    for (const auto& [key, count] : jobs.finished_counts()) finished[key] = count;
+    for (const auto& [key, count] : finished) {
+      f.Counter("feedd_jobs_finished_total", "Jobs finished, by type and final state",
+                static_cast<double>(count), {{"type", key.first}, {"state", key.second}});
+    }
     for (const auto& instance : processors_->instances()) {
       ProcessorStatus s = instance->GetStatus();
       std::vector<ClientMetric::Label> l = {{"processor", s.name}};

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "processors/keyed_applier.h"
+#include "processors/progress_view_context.h"
 #include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
@@ -72,7 +73,7 @@ class ProcessorInstance::Impl {
     if (!registered) {
       // A new view on existing data: derive it once, then follow the feed.
       if (Status s = store_->RegisterConsumer(consumer_name_, store_->HeadLsn()); !s.ok()) return s;
-      if (Status s = RebuildLocked(); !s.ok()) return s;
+      if (Status s = RebuildLocked(AdminRun{}); !s.ok()) return s;
     }
     if (Status s = RestoreParked(); !s.ok()) return s;
     StartThreads();
@@ -171,21 +172,29 @@ class ProcessorInstance::Impl {
     return applier_->ReplayParked();
   }
 
-  Status Rebuild() {
+  Status Rebuild(const AdminRun& run) {
     std::lock_guard<std::mutex> control(control_mutex_);
     if (stopped_) return Status(ErrorCode::kUnavailable, "the processor is stopped");
     StopThreads();
-    Status s = RebuildLocked();
+    Status s = RebuildLocked(run);
     StartThreads();
     return s;
   }
 
-  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait, std::stop_token stop) {
+  uint64_t EstimatedSourceItems() const {
+    uint64_t total = 0;
+    for (const ContainerUsage& usage : store_->Usage()) {
+      if (sources_.count(usage.container) != 0) total += usage.estimated_items;
+    }
+    return total;
+  }
+
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait, const AdminRun& run) {
     Lsn target = store_->HeadLsn();
     auto deadline = std::chrono::steady_clock::now() + wait;
     while (applied_.value() < target) {
-      if (stop.stop_requested()) {
-        return Status(ErrorCode::kUnavailable, "the daemon is shutting down");
+      if (run.stop.stop_requested()) {
+        return Status(ErrorCode::kCancelled, "the job was cancelled");
       }
       if (std::chrono::steady_clock::now() > deadline) {
         return Status(ErrorCode::kLsnWaitTimeout, config_.name + " has applied up to LSN " +
@@ -194,7 +203,8 @@ class ProcessorInstance::Impl {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    StoreViewContext store_ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    ProgressViewContext ctx(&store_ctx, kind_->SourceContainers(), run);
     std::vector<std::string> differences;
     if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
     return differences;
@@ -230,24 +240,28 @@ class ProcessorInstance::Impl {
     pending_.clear();
   }
 
-  Status RebuildLocked() {
+  // A cancelled run (AdminRun::stop) commits nothing more; it keeps what
+  // its earlier steps committed (views::kRebuildWritesPerCommit), its
+  // parked changes and the watermark.
+  Status RebuildLocked(const AdminRun& run) {
     SetState("rebuilding");
     const Lsn head = store_->HeadLsn();
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilding from the current data (head LSN "
                                   << head << ")";
-    applier_->ClearParked();
-    if (Status s = DropParked(); !s.ok()) {
-      SetError("rebuild failed: " + s.ToString());
-      return s;
-    }
     // Flushes during the rebuild keep the old watermark; the last commit
     // records the head: changes after it are applied again (idempotently).
     Lsn keep = applied_.value();
-    StoreViewContext ctx(store_, consumer_name_, [&keep] { return keep; });
+    StoreViewContext store_ctx(store_, consumer_name_, [&keep] { return keep; });
+    ProgressViewContext ctx(&store_ctx, kind_->SourceContainers(), run);
     Status s = kind_->Rebuild(ctx);
     if (s.ok()) {
+      // The view is derived from the current data: nothing stays parked.
+      applier_->ClearParked();
+      s = DropParked();
+    }
+    if (s.ok()) {
       keep = head;
-      s = ctx.Commit();
+      s = ctx.Flush();  // refused once the run is cancelled
     }
     if (s.ok()) {
       ViewWrite mark;
@@ -255,18 +269,24 @@ class ProcessorInstance::Impl {
       mark.consumer_acked = head;
       s = store_->WriteView(std::move(mark)).status;
     }
+    view_writes_ += store_ctx.writes_committed();
+    if (s.code() == ErrorCode::kCancelled) {
+      FEEDD_LOG(kInfo, "processor")
+          << config_.name << ": rebuild cancelled after " << store_ctx.writes_committed()
+          << " view writes; continuing after LSN " << applied_.value();
+      return s;
+    }
     if (!s.ok()) {
       SetError("rebuild failed: " + s.ToString());
       return s;
     }
-    view_writes_ += ctx.writes_committed();
     for (const std::string& collision : ctx.collisions()) {
       ++collisions_;
       FEEDD_LOG(kWarning, "processor") << config_.name << " rebuild: " << collision;
     }
     ++rebuilds_;
     SetWatermark(head);
-    FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << ctx.writes_committed()
+    FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilt (" << store_ctx.writes_committed()
                                   << " view writes), continuing after LSN " << head;
     return Status::Ok();
   }
@@ -566,10 +586,11 @@ std::optional<ParkedChange> ProcessorInstance::OldestParked(Lsn at_or_below) con
 size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
 void ProcessorInstance::Pause() { impl_->Pause(true); }
 void ProcessorInstance::Resume() { impl_->Pause(false); }
-Status ProcessorInstance::Rebuild() { return impl_->Rebuild(); }
+Status ProcessorInstance::Rebuild(const AdminRun& run) { return impl_->Rebuild(run); }
 Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait,
-                                                           std::stop_token stop) {
-  return impl_->Verify(wait, std::move(stop));
+                                                           const AdminRun& run) {
+  return impl_->Verify(wait, run);
 }
+uint64_t ProcessorInstance::EstimatedSourceItems() const { return impl_->EstimatedSourceItems(); }
 
 }  // namespace feedd

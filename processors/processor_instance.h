@@ -42,6 +42,7 @@
 #include "processors/change_source.h"
 #include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
+#include "processors/progress_view_context.h"
 #include "storage/document_store.h"
 #include "util/clock.h"
 
@@ -135,12 +136,19 @@ class ProcessorInstance {
   // Retries every parked change, in order per key. Returns how many.
   size_t ReplayParked();
   // Derives the view from scratch and continues from the head at its start.
-  Status Rebuild();
-  // Waits (up to `wait`, or until `stop` is requested: unavailable) until
-  // the changes up to the current head are applied, then recomputes the view
-  // and lists every difference.
-  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait,
-                                          std::stop_token stop = {});
+  // `run` (progress_view_context.h) counts the source items read and may
+  // cancel it: kCancelled, and nothing more is committed (what earlier
+  // steps of a large difference committed stays; the watermark and the
+  // parked changes stay as they were).
+  Status Rebuild(const AdminRun& run = {});
+  // Waits (up to `wait`: lsn_wait_timeout, or until `run.stop` is
+  // requested: kCancelled) until the changes up to the current head are
+  // applied, then recomputes the view and lists every difference, counting
+  // the source items read to `run`.
+  Result<std::vector<std::string>> Verify(std::chrono::milliseconds wait, const AdminRun& run = {});
+  // RocksDB's estimate of the items of the kind's source containers (what a
+  // rebuild or verify reads, roughly): a job's progress total.
+  uint64_t EstimatedSourceItems() const;
 
  private:
   class Impl;

@@ -200,6 +200,10 @@ Result<std::vector<std::unique_ptr<ProcessorWorker>>> ProcessorManager::CreateWo
 }
 
 Status ProcessorManager::Start() {
+  auto jobs =
+      JobRegistry::Open(store_->options().data_dir + "/" + kJobsFile, store_->options().clock);
+  if (!jobs.ok()) return jobs.status();
+  jobs_ = std::move(*jobs);
   // The watermark of a processor the daemon no longer runs (removed from
   // the configuration, or moved to feedd worker) would hold the change
   // feed's retention forever. If it comes back, it starts as a new view.
@@ -221,7 +225,8 @@ Status ProcessorManager::Start() {
 }
 
 void ProcessorManager::Stop() {
-  // A verify waiting for its processor returns at once; a rebuild finishes.
+  // Running rebuilds and verifies are asked to stop (their jobs fail) and
+  // joined.
   admin_tasks_->Shutdown();
   for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) (*it)->Stop();
 }

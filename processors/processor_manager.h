@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "processors/admin_tasks.h"
+#include "processors/jobs.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_worker.h"
 
@@ -51,8 +52,8 @@ class ProcessorManager {
   // processor.<name>.<key> settings.
   static std::map<std::string, std::string> DefaultSettings();
 
-  // Drops the retention watermarks of processors it does not run (removed,
-  // or run = worker), then starts every instance.
+  // Opens the jobs (jobs()), drops the retention watermarks of processors it
+  // does not run (removed, or run = worker), then starts every instance.
   Status Start();
   // Cancels and joins the admin tasks, then stops every instance.
   void Stop();
@@ -60,6 +61,10 @@ class ProcessorManager {
   // Where rebuilds and verifies run, one at a time per processor (keyed by
   // its name), at most max_admin_tasks at once.
   AdminTasks& admin_tasks() const { return *admin_tasks_; }
+  // The rebuilds and verifies as jobs, kept in <data_dir>/jobs.json
+  // (kJobsFile). REQUIRES: Start() succeeded (it opens them).
+  static constexpr const char* kJobsFile = "jobs.json";
+  JobRegistry& jobs() const { return *jobs_; }
 
   const std::vector<std::unique_ptr<ProcessorInstance>>& instances() const { return instances_; }
   ProcessorInstance* Find(const std::string& name) const;
@@ -69,6 +74,8 @@ class ProcessorManager {
  private:
   DocumentStore* store_ = nullptr;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
+  // Before admin_tasks_: the tasks finish their jobs until they are joined.
+  std::unique_ptr<JobRegistry> jobs_;
   // After instances_: destroyed (its tasks joined) before them.
   std::unique_ptr<AdminTasks> admin_tasks_;
 };

@@ -70,6 +70,8 @@ CodeInfo Info(ErrorCode code) {
       return {"not_implemented", 501};
     case ErrorCode::kInsufficientStorage:
       return {"insufficient_storage", 507};
+    case ErrorCode::kCancelled:
+      return {"cancelled", 409};
   }
   return {"internal", 500};
 }
@@ -79,7 +81,7 @@ CodeInfo Info(ErrorCode code) {
 std::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(ErrorCode::kInsufficientStorage); ++i) {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::kCancelled); ++i) {
     if (Info(static_cast<ErrorCode>(i)).name == name) return static_cast<ErrorCode>(i);
   }
   return ErrorCode::kInternal;

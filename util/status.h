@@ -52,6 +52,7 @@ enum class ErrorCode {
   kTooManyRequests,      // 429: a bounded resource (admin executor, waits) is full
   kNotImplemented,       // 501: e.g. a transfer coding other than chunked
   kInsufficientStorage,  // 507: the disk is below its free-space reserve
+  kCancelled,            // 409: a job was cancelled before it finished
 };
 
 // The stable snake_case name of `code`, e.g. "partition_key_mismatch".

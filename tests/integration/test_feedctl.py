@@ -14,7 +14,8 @@ import unittest
 
 from feedd_harness import FeeddDaemon, FeeddTestCase, feedd_binary
 
-COMMANDS = ("processors", "verify", "rebuild", "parked", "replay", "pause", "resume", "help")
+COMMANDS = ("processors", "verify", "rebuild", "jobs", "job", "cancel", "parked", "replay", "pause",
+            "resume", "help")
 PROCESSORS = ("usernames", "user_posts", "feed")  # the scenario's, on the default containers
 
 

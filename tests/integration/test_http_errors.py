@@ -889,7 +889,7 @@ class AdminTasksTest(FeeddTestCase):
         daemon.start()
         c = daemon.client()
         pid = daemon.proc.pid
-        path = "/v1/processors/feed/verify"
+        path = "/v1/processors/feed/verify?wait=true"
         self.assertStatus(c.request("POST", path), 200, "warm-up verify")
         maps, threads = _map_count(pid), _proc_status(pid, "Threads")
         for i in range(300):
@@ -921,7 +921,7 @@ class AdminTasksTest(FeeddTestCase):
                 # Its own connection: daemon.stop() closes the harness' clients.
                 conn = http.client.HTTPConnection(daemon.host, daemon.port, timeout=90)
                 try:
-                    conn.request("POST", "/v1/processors/%s/verify" % name)
+                    conn.request("POST", "/v1/processors/%s/verify?wait=true" % name)
                     resp = conn.getresponse()
                     answers[name] = (resp.status, dict(resp.getheaders()),
                                      json.loads(resp.read() or b"null"))
@@ -945,9 +945,9 @@ class AdminTasksTest(FeeddTestCase):
 
         background = [verify_in_background("feed")]
         until_running(1)
-        self.assertError(c.request("POST", "/v1/processors/feed/verify"), 409,
+        self.assertError(c.request("POST", "/v1/processors/feed/verify?wait=true"), 409,
                          "operation_in_progress")
-        self.assertError(c.request("POST", "/v1/processors/feed/rebuild"), 409,
+        self.assertError(c.request("POST", "/v1/processors/feed/rebuild?wait=true"), 409,
                          "operation_in_progress")
         background.append(verify_in_background("user_posts"))
         until_running(2)
@@ -958,7 +958,7 @@ class AdminTasksTest(FeeddTestCase):
                          "too_many_requests")
         threads = _proc_status(daemon.proc.pid, "Threads")
         for _ in range(100):
-            self.assertError(c.request("POST", "/v1/processors/feed/verify"), 409,
+            self.assertError(c.request("POST", "/v1/processors/feed/verify?wait=true"), 409,
                              "operation_in_progress")
         self.assertLessEqual(_proc_status(daemon.proc.pid, "Threads"), threads)
         text = metrics()

@@ -588,7 +588,7 @@ def wait_views_quiescent(test, client, source=None, timeout_s=QUIESCE_TIMEOUT_S)
 
 def verify_all(test, daemon, client, what):
     for name in PROCESSORS:
-        status, _, body = client.request("POST", "/v1/processors/%s/verify" % name, {})
+        status, _, body = client.request("POST", "/v1/processors/%s/verify?wait=true" % name, {})
         test.assertEqual(status, 200, "%s: POST /v1/processors/%s/verify -> %d %r"
                          % (what, name, status, body))
         test.assertIs(body.get("ok"), True, "%s: verify %s: %r" % (what, name, body))
@@ -1002,7 +1002,7 @@ class ProcessorsTest(FeeddTestCase):
                  "title": "written by hand into the view"}
         self.assertStatus(client.create("feed", bogus, headers=OVERRIDE), 201,
                           "a hand-written item in feed (admin override)")
-        status, _, body = client.request("POST", "/v1/processors/feed/verify", {})
+        status, _, body = client.request("POST", "/v1/processors/feed/verify?wait=true", {})
         self.assertEqual(status, 200, "verify feed: %r" % body)
         self.assertIs(body.get("ok"), False,
                       "verify feed with a stray item in the view must not be ok: %r" % body)
@@ -1069,7 +1069,8 @@ class ProcessorsTest(FeeddTestCase):
         while not rounds or any(t.is_alive() for t in threads):
             for name in ("feed", "user_posts", "usernames"):
                 before = writers.done
-                status, _, body = client.request("POST", "/v1/processors/%s/rebuild" % name, {})
+                status, _, body = client.request(
+                    "POST", "/v1/processors/%s/rebuild?wait=true" % name, {})
                 self.assertEqual(status, 200, "POST /v1/processors/%s/rebuild -> %d %r"
                                  % (name, status, body))
                 self.assertEqual(body.get("name"), name, "rebuild %s: %r" % (name, body))
@@ -1349,7 +1350,8 @@ class DerivedItemsTest(FeeddTestCase):
         self.assertEqual(by_id["p1"]["_source"],
                          {"container": "posts", "partitionKey": "p1", "id": "p1"})
         for name in PROCESSORS:
-            status, _, body = self.c.request("POST", "/v1/processors/%s/verify" % name, {})
+            status, _, body = self.c.request(
+                "POST", "/v1/processors/%s/verify?wait=true" % name, {})
             self.assertEqual(status, 200, body)
             self.assertEqual((body.get("ok"), body.get("differences")), (True, []),
                              "verify %s: %r" % (name, body))
@@ -1442,7 +1444,7 @@ class InProcessViewsTest(FeeddTestCase):
         for i in range(20):
             post("p%d" % i, "u%d" % (1 + i % 2), "2026-01-01T00:00:%02dZ" % i)
         for name in ("usernames", "feed"):
-            status, _, body = c.request("POST", "/v1/processors/%s/rebuild" % name)
+            status, _, body = c.request("POST", "/v1/processors/%s/rebuild?wait=true" % name)
             self.assertEqual(status, 200, "rebuild %s: %r" % (name, body))
 
         resp = c.patch("users", "u1", "u1", [{"op": "set", "path": "/username", "value": "ann"}])
@@ -1487,14 +1489,14 @@ class InProcessViewsTest(FeeddTestCase):
         head = c.head_lsn()
         for name in ("usernames", "user_posts", "feed"):
             before = processors_status(c)[name]["viewWrites"]
-            status, _, body = c.request("POST", "/v1/processors/%s/rebuild" % name)
+            status, _, body = c.request("POST", "/v1/processors/%s/rebuild?wait=true" % name)
             self.assertEqual(status, 200, "rebuild %s: %r" % (name, body))
             self.assertEqual(processors_status(c)[name]["viewWrites"], before, name)
         self.assertEqual(c.head_lsn(), head, "a rebuild of right views wrote")
 
         self.assertStatus(c.delete("feed", "post", "p3", headers=OVERRIDE), 204, "lose a copy")
         head = c.head_lsn()
-        status, _, body = c.request("POST", "/v1/processors/feed/rebuild")
+        status, _, body = c.request("POST", "/v1/processors/feed/rebuild?wait=true")
         self.assertEqual(status, 200, body)
         self.assertEqual(c.head_lsn(), head + 1, "the rebuild wrote more than the lost copy")
         status, _, copy = c.read("feed", "post", "p3")

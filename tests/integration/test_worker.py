@@ -217,7 +217,7 @@ class WorkerTest(FeeddTestCase):
                              "worker-b holds every partition of %s's topics after the kill"
                              % name)
             self.assertEqual(b.metric("feedd_worker_parked_changes", name), 0)
-        status, _, body = client.request("POST", "/v1/processors/feed/verify", {})
+        status, _, body = client.request("POST", "/v1/processors/feed/verify?wait=true", {})
         self.assertEqual((status, body.get("differences")), (200, []), "verify feed: %r" % body)
         check_views(self, client, plan.model, "two workers, one killed")
         self.assertEqual(b.stop(), 0, "worker-b exit code on SIGTERM:\n%s" % b.logs())
@@ -246,7 +246,7 @@ class WorkerTest(FeeddTestCase):
         for ops in (plan.user_creates, plan.phase(0.0, 0.5)):
             for t in writers.run(ops):
                 t.join()
-        status, _, body = client.request("POST", "/v1/processors/feed/rebuild")
+        status, _, body = client.request("POST", "/v1/processors/feed/rebuild?wait=true")
         self.assertEqual(status, 200, "rebuild feed: %r" % body)
         for t in writers.run(plan.phase(0.5, 1.0)):
             t.join()

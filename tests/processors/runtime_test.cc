@@ -874,6 +874,48 @@ TEST_F(RuntimeTest, ARebuildAndAnUnregisteredConsumerLeaveNothingParked) {
   EXPECT_TRUE(kept->empty());
 }
 
+// A rebuild run as a cancelled job (AdminRun::stop) commits nothing after the
+// cancel, keeps its parked changes, and the instance goes on.
+TEST_F(RuntimeTest, ACancelledRebuildCommitsNothingMoreAndKeepsItsParkedChanges) {
+  Log().SetFailing({"a1"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/1, /*max_attempts=*/1);
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("A", "a1", "x"));
+  Lsn b1 = Upsert("posts", Note("B", "b1", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+  ASSERT_TRUE(WaitApplied(*mirror, b1, 10s));
+  ASSERT_TRUE(Get("mirror", "B", "b1"));
+  Log().SetFailing({});
+  const std::string last_error = mirror->GetStatus().last_error;
+
+  // The kind deletes every mirror and flushes, then reads its sources: the
+  // job is cancelled as the first source items are counted.
+  std::stop_source stop;
+  uint64_t counted = 0;
+  Status s = mirror->Rebuild(AdminRun{stop.get_token(), [&](uint64_t n) {
+                                        counted += n;
+                                        stop.request_stop();
+                                      }});
+  EXPECT_EQ(s.code(), ErrorCode::kCancelled) << s.ToString();
+  EXPECT_EQ(counted, 2u);
+  EXPECT_FALSE(Get("mirror", "B", "b1")) << "the step before the cancel is committed";
+  EXPECT_FALSE(Get("mirror", "A", "a1")) << "a write after the cancel was committed";
+  EXPECT_EQ(mirror->Parked().size(), 1u);
+  auto kept = store_->ListParked("processor.mirror");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->size(), 1u);
+  EXPECT_EQ(mirror->GetStatus().last_error, last_error) << "a cancel is not an error";
+  EXPECT_EQ(mirror->GetStatus().rebuilds, 1u) << "only the start-up rebuild finished";
+
+  // It goes on: a later change is applied, and a whole rebuild repairs.
+  Lsn c1 = Upsert("posts", Note("C", "c1", "x"));
+  ASSERT_TRUE(WaitApplied(*mirror, c1, 10s));
+  EXPECT_TRUE(Get("mirror", "C", "c1"));
+  ASSERT_TRUE(IsOk(mirror->Rebuild()));
+  EXPECT_TRUE(mirror->Parked().empty());
+  ExpectMirrorMatchesSources();
+}
+
 // A change of a parked key that is already queued when ReplayParked() runs
 // must still be applied after the replayed (older) changes of its key.
 TEST_F(RuntimeTest, AReplayKeepsLsnOrderWithChangesQueuedBehindIt) {
