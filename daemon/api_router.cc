@@ -31,6 +31,7 @@ enum class RouteKind {
   kVerify,      // /v1/processors/{name}/verify
   kPause,       // /v1/processors/{name}/pause
   kResume,      // /v1/processors/{name}/resume
+  kReset,       // /v1/processors/{name}/reset
   kJobs,        // /v1/jobs
   kJob,         // /v1/jobs/{id}
   kJobCancel,   // /v1/jobs/{id}/cancel
@@ -73,6 +74,7 @@ Route MatchRoute(const std::vector<std::string>& s) {
     if (n == 4 && s[3] == "verify") route.kind = RouteKind::kVerify;
     if (n == 4 && s[3] == "pause") route.kind = RouteKind::kPause;
     if (n == 4 && s[3] == "resume") route.kind = RouteKind::kResume;
+    if (n == 4 && s[3] == "reset") route.kind = RouteKind::kReset;
   } else if (n >= 4 && s[0] == "v1" && s[1] == "containers") {
     route.container = &s[2];
     if (n == 4 && s[3] == "items") {
@@ -127,6 +129,8 @@ std::string_view TemplateOf(RouteKind kind) {
       return "/v1/processors/{name}/pause";
     case RouteKind::kResume:
       return "/v1/processors/{name}/resume";
+    case RouteKind::kReset:
+      return "/v1/processors/{name}/reset";
     case RouteKind::kJobs:
       return "/v1/jobs";
     case RouteKind::kJob:
@@ -155,6 +159,7 @@ std::string_view AllowedMethods(RouteKind kind) {
     case RouteKind::kVerify:
     case RouteKind::kPause:
     case RouteKind::kResume:
+    case RouteKind::kReset:
     case RouteKind::kJobCancel:
       return "POST";
     case RouteKind::kItem:
@@ -175,6 +180,7 @@ bool IsAllowed(RouteKind kind, HttpMethod method) {
     case RouteKind::kVerify:
     case RouteKind::kPause:
     case RouteKind::kResume:
+    case RouteKind::kReset:
     case RouteKind::kJobCancel:
       return method == HttpMethod::kPost;
     case RouteKind::kItem:
@@ -291,7 +297,8 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
     case RouteKind::kRebuild:
     case RouteKind::kVerify:
     case RouteKind::kPause:
-    case RouteKind::kResume: {
+    case RouteKind::kResume:
+    case RouteKind::kReset: {
       ProcessorInstance* instance =
           options_.processors ? options_.processors->Find(*route.processor) : nullptr;
       if (instance == nullptr) {
@@ -303,6 +310,7 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
       if (route.kind == RouteKind::kParked) return ShowParked(*instance, std::move(responder));
       if (route.kind == RouteKind::kReplay) return ReplayParked(*instance, std::move(responder));
       if (route.kind == RouteKind::kRebuild) return Rebuild(*instance, query, std::move(responder));
+      if (route.kind == RouteKind::kReset) return Reset(*instance, query, std::move(responder));
       if (route.kind == RouteKind::kPause || route.kind == RouteKind::kResume) {
         return Pause(*instance, route.kind == RouteKind::kPause, std::move(responder));
       }

@@ -143,6 +143,8 @@ class ApiRouter : public HttpHandler {
   void ReplayParked(ProcessorInstance& instance, Responder responder);
   // Pauses (or resumes) taking changes; answers the state.
   void Pause(ProcessorInstance& instance, bool pause, Responder responder);
+  // ?lsn=N|oldest: ProcessorInstance::ResetTo().
+  void Reset(ProcessorInstance& instance, std::string_view query, Responder responder);
   // Rebuild and verify take long: they run as jobs on the processors'
   // AdminTasks and are answered 202 with the job (200 with the result when
   // done, with ?wait=true), or at once when it refuses them (409, 429, 503).

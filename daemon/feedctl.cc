@@ -455,6 +455,22 @@ int Resume(Session& session, const std::vector<std::string>& operands) {
   return SetPaused(session, operands[0], false);
 }
 
+// reset NAME LSN|oldest: answers the processor's status.
+int Reset(Session& session, const std::vector<std::string>& operands) {
+  const std::string& name = operands[0];
+  Reply r = session.Call(
+      "POST", ProcessorPath(name, "/reset?lsn=" + feedd::PercentEncodeSegment(operands[1])));
+  if (!r.ok()) return session.Refused("reset " + name, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+  } else {
+    std::cout << name << ": applying the changes after LSN " << operands[1] << " again ("
+              << Str(r.body.at("state")) << ", applied LSN " << Count(r.body.at("appliedLsn"))
+              << ")\n";
+  }
+  return kExitOk;
+}
+
 int Import(Session& session, const std::vector<std::string>& operands) {
   feedd::ImportCommand command = session.import();
   command.api = session.api();
@@ -528,6 +544,12 @@ const Command kCommands[] = {
      Pause},
     {"resume", "NAME", 1, 1, "let NAME take changes again",
      "Lets NAME take changes again, from where it paused.", Resume},
+    {"reset", "NAME LSN", 2, 2, "apply NAME's changes after LSN again",
+     "Moves NAME back to LSN (a number, or 'oldest': the oldest the feed retains) and applies "
+     "every change after it again, as Kafka Connect's offset reset does; changes are "
+     "idempotent, so this repairs a view without a rebuild. LSN may not be above NAME's "
+     "applied LSN (to skip changes, rebuild instead). Refused while NAME is being rebuilt.",
+     Reset},
     {"import", "CONTAINER [FILE]", 1, 2, "stream NDJSON items from FILE (or stdin) into CONTAINER",
      "Bulk import: streams FILE (or standard input, also with FILE '-'), one JSON item per line, "
      "into POST /v1/containers/CONTAINER/import, with progress on stderr (bytes and lines sent, "

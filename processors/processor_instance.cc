@@ -166,6 +166,37 @@ class ProcessorInstance::Impl {
     WakeSourceThread();
   }
 
+  Status ResetTo(Lsn lsn) {
+    // Answered at once, on an I/O thread: it does not wait for a rebuild.
+    std::unique_lock<std::mutex> control(control_mutex_, std::try_to_lock);
+    if (!control.owns_lock()) {
+      return Status(ErrorCode::kOperationInProgress,
+                    config_.name + " is being rebuilt or stopped; reset it afterwards");
+    }
+    if (stopped_) return Status(ErrorCode::kUnavailable, "the processor is stopped");
+    StopThreads();
+    Status s;
+    const Lsn position = Position();
+    if (lsn > position) {
+      s = Status(ErrorCode::kInvalidRequest,
+                 config_.name + " has applied up to LSN " + std::to_string(position) +
+                     "; a reset goes back, not past changes it has not applied (rebuild instead)");
+    } else {
+      // Refused when the feed no longer holds lsn + 1.
+      s = store_->RegisterConsumer(consumer_name_, lsn);
+    }
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(track_mutex_);
+      watermark_ = lsn;
+    }
+    StartThreads();
+    if (s.ok()) {
+      FEEDD_LOG(kInfo, "processor")
+          << config_.name << ": reset to LSN " << lsn << ", applying the changes after it again";
+    }
+    return s;
+  }
+
   size_t ReplayParked() {
     std::lock_guard<std::mutex> control(control_mutex_);  // the applier stays up
     if (stopped_) return 0;
@@ -203,7 +234,7 @@ class ProcessorInstance::Impl {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    StoreViewContext store_ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    StoreViewContext store_ctx(store_, consumer_name_, [this] { return Position(); });
     ProgressViewContext ctx(&store_ctx, kind_->SourceContainers(), run);
     std::vector<std::string> differences;
     if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
@@ -220,7 +251,7 @@ class ProcessorInstance::Impl {
   void StartThreads() {
     stopping_ = false;
     applier_->Start();
-    next_ = applied_.value() + 1;
+    next_ = Position() + 1;
     source_->Seek(next_);
     source_thread_ = std::thread([this] {
       SetThreadName("src-" + config_.name);
@@ -250,7 +281,7 @@ class ProcessorInstance::Impl {
                                   << head << ")";
     // Flushes during the rebuild keep the old watermark; the last commit
     // records the head: changes after it are applied again (idempotently).
-    Lsn keep = applied_.value();
+    Lsn keep = Position();
     StoreViewContext store_ctx(store_, consumer_name_, [&keep] { return keep; });
     ProgressViewContext ctx(&store_ctx, kind_->SourceContainers(), run);
     Status s = kind_->Rebuild(ctx);
@@ -292,6 +323,14 @@ class ProcessorInstance::Impl {
   }
 
   // ---- tracking: W = every change <= W is applied ----
+  // W, where the source goes on from and what is recorded with view
+  // writes. applied_ (what read-your-writes waits for) is the highest W
+  // there has been: it stays put when a reset moves W back.
+  Lsn Position() {
+    std::lock_guard<std::mutex> lock(track_mutex_);
+    return watermark_;
+  }
+
   // Moves W (under track_mutex_, then for the watchers).
   void SetWatermark(Lsn w) {
     {
@@ -405,7 +444,7 @@ class ProcessorInstance::Impl {
 
   // Tells the source how far W is; `sync`: and has it recorded now.
   void Acknowledge(bool sync) {
-    Status s = source_->Acknowledge(applied_.value());
+    Status s = source_->Acknowledge(Position());
     if (s.ok() && sync) s = source_->Sync();
     if (!s.ok()) SetError("recording the applied watermark: " + s.ToString());
   }
@@ -415,7 +454,7 @@ class ProcessorInstance::Impl {
   // changes go through a StagedReadsViewContext, so each sees the writes of
   // those before it (ProcessorKind::MaxBatch()).
   Status Apply(std::span<const Change> changes) {
-    StoreViewContext ctx(store_, consumer_name_, [this] { return applied_.value(); });
+    StoreViewContext ctx(store_, consumer_name_, [this] { return Position(); });
     std::optional<StagedReadsViewContext> staged;
     if (changes.size() > 1) staged.emplace(&ctx);
     ViewContext& view = staged ? static_cast<ViewContext&>(*staged) : ctx;
@@ -587,6 +626,7 @@ size_t ProcessorInstance::ReplayParked() { return impl_->ReplayParked(); }
 void ProcessorInstance::Pause() { impl_->Pause(true); }
 void ProcessorInstance::Resume() { impl_->Pause(false); }
 Status ProcessorInstance::Rebuild(const AdminRun& run) { return impl_->Rebuild(run); }
+Status ProcessorInstance::ResetTo(Lsn lsn) { return impl_->ResetTo(lsn); }
 Result<std::vector<std::string>> ProcessorInstance::Verify(std::chrono::milliseconds wait,
                                                            const AdminRun& run) {
   return impl_->Verify(wait, run);

@@ -133,6 +133,17 @@ class ProcessorInstance {
   void Pause();
   void Resume();
 
+  // Applies every change after `lsn` again, as Kafka Connect's offset reset
+  // does: the instance's position and its recorded watermark move back to
+  // `lsn` and the changes after it are applied once more (idempotently).
+  // The applied LSN that read-your-writes waits for does not move back: the
+  // view already shows those changes. Parked changes stay parked. Refuses
+  // an `lsn` above the applied LSN (invalid_request: skipping changes would
+  // leave the view wrong; rebuild instead) and one whose successor the feed
+  // no longer retains (lsn_not_retained); operation_in_progress while a
+  // rebuild runs (it does not wait for one).
+  Status ResetTo(Lsn lsn);
+
   // Retries every parked change, in order per key. Returns how many.
   size_t ReplayParked();
   // Derives the view from scratch and continues from the head at its start.
