@@ -1,6 +1,7 @@
 // feedctl: the command-line companion of a running feedd.
 //
-//   feedctl [--api HOST:PORT | --ready-file PATH] COMMAND [ARGS]
+//   feedctl [--api HOST:PORT | --ready-file PATH] [--token-file PATH]
+//           [--ca-file PATH [--cert-file PATH --key-file PATH]] COMMAND [ARGS]
 //
 //   processors             list processors: state, applied LSN, lag, parked
 //   verify [NAME...]       recompute views from their sources and print every
@@ -11,7 +12,11 @@
 //   pause NAME             stop NAME taking changes (its view stands still)
 //   resume NAME            let NAME take changes again
 //
-// The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
+// The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080. The bearer
+// token is the first line of --token-file, else of $FEEDD_TOKEN_FILE, else
+// $FEEDD_TOKEN (never an argument, which `ps` shows). --ca-file switches to
+// HTTPS, trusting those CAs; --cert-file and --key-file present a client
+// certificate (mTLS).
 // Exit codes: 0 ok, 1 differences found or the daemon answered an error,
 // 2 usage error or the daemon is unreachable.
 #include <boost/json.hpp>
@@ -25,6 +30,7 @@
 
 #include "util/http_client.h"
 #include "util/json_parse.h"
+#include "util/tls_context.h"
 
 namespace {
 
@@ -42,7 +48,8 @@ struct Reply {
 
 class Client {
  public:
-  explicit Client(std::string api) : http_(std::move(api), kTimeout) {}
+  Client(std::string api, feedd::HttpClientSecurity security)
+      : http_(std::move(api), kTimeout, std::move(security)) {}
   const std::string& api() const { return http_.address(); }
 
   // Throws std::runtime_error when the daemon cannot be reached.
@@ -123,7 +130,8 @@ int Simple(Client& client, std::string_view method, const std::string& target) {
 }
 
 int Usage() {
-  std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] "
+  std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] [--token-file PATH] "
+               "[--ca-file PATH [--cert-file PATH --key-file PATH]] "
                "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME | "
                "pause NAME | resume NAME\n";
   return kUsage;
@@ -133,6 +141,8 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::string api = std::getenv("FEEDCTL_API") ? std::getenv("FEEDCTL_API") : "127.0.0.1:8080";
+  std::string token_file;
+  feedd::TlsClientFiles tls_files;
   std::vector<std::string> args(argv + 1, argv + argc);
   while (!args.empty() && args[0].rfind("--", 0) == 0) {
     if (args.size() < 2) return Usage();
@@ -150,13 +160,38 @@ int main(int argc, char** argv) {
         return kUsage;
       }
       api = std::string(address->get_string());
+    } else if (args[0] == "--token-file") {
+      token_file = args[1];
+    } else if (args[0] == "--ca-file") {
+      tls_files.ca_file = args[1];
+    } else if (args[0] == "--cert-file") {
+      tls_files.cert_file = args[1];
+    } else if (args[0] == "--key-file") {
+      tls_files.key_file = args[1];
     } else {
       return Usage();
     }
     args.erase(args.begin(), args.begin() + 2);
   }
   if (args.empty()) return Usage();
-  Client client(api);
+  feedd::HttpClientSecurity security;
+  feedd::Result<std::string> token = feedd::ClientBearerToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "feedctl: " << token.status().message() << "\n";
+    return kUsage;
+  }
+  security.bearer_token = std::move(*token);
+  if (!tls_files.ca_file.empty()) {
+    auto tls = feedd::MakeClientTlsContext(tls_files);
+    if (!tls.ok()) {
+      std::cerr << "feedctl: " << tls.status().message() << "\n";
+      return kUsage;
+    }
+    security.tls = std::move(*tls);
+  } else if (!tls_files.cert_file.empty() || !tls_files.key_file.empty()) {
+    return Usage();
+  }
+  Client client(api, std::move(security));
   try {
     const std::string& command = args[0];
     if (command == "processors" && args.size() == 1) return Processors(client);

@@ -27,6 +27,9 @@ namespace feedd {
 
 enum class HttpMethod { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
 
+// "GET", "POST", ...; "OTHER" for kOther.
+std::string_view HttpMethodName(HttpMethod method);
+
 struct HttpHeader {
   std::string name;
   std::string value;
@@ -37,6 +40,7 @@ struct HttpRequest {
   std::string target;  // origin-form, e.g. "/v1/changefeed?from=now"
   std::vector<HttpHeader> headers;
   std::string body;
+  std::string peer;  // the client's address, HOST:PORT ("" when unknown)
 
   // The first header named `name` (ASCII case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;

@@ -10,9 +10,16 @@
 //   response when the Responder is completed, from whatever thread.
 //   A connection idle for idle_timeout is closed.
 //
+// HTTPS (HttpServerOptions::tls): every connection starts with a TLS
+//   handshake (util/tls_context.h: TLS >= 1.2, Mozilla intermediate), within
+//   idle_timeout; one that fails (plain HTTP, a missing or untrusted client
+//   certificate) is closed and counted as ConnectionRejected("tls_handshake").
+//   ReloadTls() reads the files again for the connections accepted after it;
+//   open ones keep the context they started with.
+//
 // Limits (docs/api.md, "Limits")
 //   - max_connections: a connection accepted beyond it is answered 503
-//     `unavailable` (Retry-After: 1) and closed at once.
+//     `unavailable` (Retry-After: 1) and closed at once (over TLS: closed).
 //   - max_buffered_bytes: request bodies held by all connections together,
 //     counted from the Content-Length when the header arrives (what the body
 //     buffer reserves) or as a chunked body grows, and released when the
@@ -43,12 +50,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "daemon/host_port.h"
 #include "daemon/http_handler.h"
 #include "util/status.h"
+#include "util/tls_context.h"
 
 namespace boost::asio {
 class io_context;
@@ -63,7 +72,8 @@ class HttpServerObserver {
   virtual ~HttpServerObserver() = default;
   // Open connections went up or down by `delta`.
   virtual void ConnectionsChanged(int64_t delta) = 0;
-  // A connection was not served: "max_connections" or "accept_error".
+  // A connection was not served: "max_connections", "accept_error" or
+  // "tls_handshake".
   virtual void ConnectionRejected(std::string_view reason) = 0;
   // Buffered request body bytes went up or down by `delta`.
   virtual void BufferedBytesChanged(int64_t delta) = 0;
@@ -80,6 +90,8 @@ struct HttpServerOptions {
   size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
   std::chrono::seconds idle_timeout{60};
   std::chrono::seconds shutdown_grace{10};
+  // HTTPS with these files; nullopt = plain HTTP.
+  std::optional<TlsServerFiles> tls;
   // Not owned; nullptr reports nothing. Must outlive the server.
   HttpServerObserver* observer = nullptr;
 };
@@ -97,8 +109,12 @@ class HttpServer {
 
   // Binds and starts serving with `handler` (not owned; must outlive the
   // server's threads, i.e. until Stop() returns). Fails with `unavailable`
-  // when the address cannot be resolved or bound.
+  // when the address cannot be resolved or bound, invalid_request when the
+  // TLS files cannot be loaded.
   Status Start(HttpHandler* handler);
+  // HTTPS: loads the TLS files again for new connections. On failure the
+  // previous context stays in use. No-op for plain HTTP. Any thread.
+  Status ReloadTls();
   // The address actually bound, e.g. "127.0.0.1:41234". REQUIRES: Start() ok.
   std::string bound_address() const;
   // Requests handed to the handler and not yet answered.

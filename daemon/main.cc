@@ -1,8 +1,10 @@
 // feedd: the change-feed document-store daemon.
 //
-// Start-up: configuration (daemon/options.h), storage, HTTP API, then the
-// --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
-// then storage) and exit 0; a second signal while stopping kills it at once.
+// Start-up: configuration (daemon/options.h), the tokens file, storage, HTTP
+// API, then the --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP
+// gracefully, then storage) and exit 0; a second signal while stopping kills
+// it at once. SIGHUP reloads auth.tokens_file and the TLS certificate and
+// key; a reload that fails keeps what was loaded before and logs why.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,10 +14,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "daemon/api_router.h"
+#include "daemon/auth_handler.h"
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics_server.h"
@@ -76,7 +80,19 @@ HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* ob
   options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
   options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
   options.observer = observer;
+  if (!config.http_tls_cert_file.empty()) {
+    options.tls = TlsServerFiles{config.http_tls_cert_file, config.http_tls_key_file,
+                                 config.http_tls_client_ca_file};
+  }
   return options;
+}
+
+// The tokens of auth.tokens_file, or nullptr when it is not set.
+Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config) {
+  if (config.auth_tokens_file.empty()) return std::shared_ptr<const TokenSet>();
+  Result<TokenSet> tokens = LoadTokensFile(config.auth_tokens_file);
+  if (!tokens.ok()) return tokens.status();
+  return std::make_shared<const TokenSet>(std::move(*tokens));
 }
 
 }  // namespace
@@ -85,10 +101,25 @@ namespace {
 
 int Run(const DaemonConfig& config) {
   // Installed before anything starts, so a signal during start-up is not
-  // lost: it stops the daemon as soon as it serves.
+  // lost: it stops the daemon (or reloads) as soon as it serves.
   boost::asio::io_context signal_io(1);
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
   std::signal(SIGPIPE, SIG_IGN);
+
+  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
+  if (!tokens.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << tokens.status().message();
+    return kExitBadConfig;
+  }
+  if (*tokens) {
+    FEEDD_LOG(kInfo, "main") << "authentication on: " << (*tokens)->size() << " token(s) from "
+                             << config.auth_tokens_file;
+  } else if (config.auth_allow_unauthenticated) {
+    FEEDD_LOG(kWarning, "main") << "no auth.tokens_file and auth.allow_unauthenticated = true: "
+                                   "anyone who can reach "
+                                << config.http_listen.ToString() << " may read, write and "
+                                << "administer everything";
+  }
 
   FEEDD_LOG(kInfo, "main") << "feedd " << FEEDD_VERSION << " starting: instance "
                            << config.instance_name << ", data in " << config.store.data_dir << ", "
@@ -181,7 +212,14 @@ int Run(const DaemonConfig& config) {
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
   ApiRouter router(store.get(), router_options, http.io_context());
-  MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
+  // Authentication inside the metering, so refusals count as requests too.
+  std::optional<AuthHandler> auth;
+  HttpHandler* served = &router;
+  if (*tokens) {
+    auth.emplace(&router, &ApiRouter::AccessOf, *tokens, &http_probe);
+    served = &*auth;
+  }
+  MeteredHandler metered_router(served, &http_probe, &ApiRouter::RouteTemplate);
 
   // Reverse order of start-up. The store goes before the router and the
   // server: its callbacks reference both. Running rebuilds and verifies are
@@ -210,7 +248,10 @@ int Run(const DaemonConfig& config) {
     return kExitStartupFailure;
   }
   std::string api = http.bound_address();
-  FEEDD_LOG(kInfo, "main") << "api listening on " << api;
+  FEEDD_LOG(kInfo, "main") << "api listening on " << api
+                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
+                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
+                                                                        : " (HTTPS, mTLS)");
 
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
@@ -235,10 +276,41 @@ int Run(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "ready";
   notifier.Ready("serving, api on " + api);
 
+  auto reload = [&] {
+    if (!config.http_tls_cert_file.empty()) {
+      if (Status s = http.ReloadTls(); !s.ok()) {
+        FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate, keeping the one "
+                                     "loaded before: "
+                                  << s.message();
+      } else {
+        FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate "
+                                 << config.http_tls_cert_file << " for new connections";
+      }
+    }
+    if (!auth) return;
+    Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
+    if (!reloaded.ok()) {
+      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
+                                   "loaded before: "
+                                << reloaded.status().message();
+      return;
+    }
+    FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
+                             << config.auth_tokens_file;
+    auth->SetTokens(std::move(*reloaded));
+  };
   int signal_number = 0;
-  signals.async_wait([&](const boost::system::error_code& ec, int number) {
-    if (!ec) signal_number = number;
-  });
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int number) {
+        if (ec) return;
+        if (number != SIGHUP) {
+          signal_number = number;
+          return;
+        }
+        reload();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
   signal_io.run();
   signals.clear();  // default dispositions again: a second signal kills at once
 
@@ -282,6 +354,11 @@ int main(int argc, char** argv) {
     }
   }
   if (flags.check_config) {
+    if (feedd::Result<std::shared_ptr<const feedd::TokenSet>> tokens = feedd::LoadTokens(*config);
+        !tokens.ok()) {
+      std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
+      return feedd::kExitBadConfig;
+    }
     if (config->processors_enabled) {
       feedd::Status s = feedd::ProcessorManager::Validate(feedd::ProcessorSettingsOf(*config),
                                                           config->store.containers,

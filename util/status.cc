@@ -70,6 +70,10 @@ CodeInfo Info(ErrorCode code) {
       return {"not_implemented", 501};
     case ErrorCode::kInsufficientStorage:
       return {"insufficient_storage", 507};
+    case ErrorCode::kUnauthorized:
+      return {"unauthorized", 401};
+    case ErrorCode::kForbidden:
+      return {"forbidden", 403};
   }
   return {"internal", 500};
 }
@@ -79,7 +83,7 @@ CodeInfo Info(ErrorCode code) {
 std::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(ErrorCode::kInsufficientStorage); ++i) {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::kForbidden); ++i) {
     if (Info(static_cast<ErrorCode>(i)).name == name) return static_cast<ErrorCode>(i);
   }
   return ErrorCode::kInternal;

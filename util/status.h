@@ -52,6 +52,8 @@ enum class ErrorCode {
   kTooManyRequests,      // 429: a bounded resource (admin executor, waits) is full
   kNotImplemented,       // 501: e.g. a transfer coding other than chunked
   kInsufficientStorage,  // 507: the disk is below its free-space reserve
+  kUnauthorized,         // 401: no bearer token, a malformed one, or one not in auth.tokens_file
+  kForbidden,            // 403: the token's role may not use the route
 };
 
 // The stable snake_case name of `code`, e.g. "partition_key_mismatch".

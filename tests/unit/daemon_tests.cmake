@@ -10,3 +10,9 @@ target_link_libraries(query_executor_test PRIVATE feedd_daemon GTest::gtest_main
 gtest_discover_tests(query_executor_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(auth_tokens_test ${CMAKE_CURRENT_LIST_DIR}/auth_tokens_test.cc)
+target_link_libraries(auth_tokens_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(auth_tokens_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
