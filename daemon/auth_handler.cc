@@ -46,6 +46,17 @@ std::shared_ptr<const TokenSet> AuthHandler::tokens() const {
   return tokens_;
 }
 
+bool AuthHandler::Authenticates(std::string_view name, std::string_view secret) const {
+  const TokenEntry* token = tokens()->Find(secret);
+  bool ok = token != nullptr && token->name == name;
+  if (!ok) {
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused a /metrics request: no token named '" << name.substr(0, 64)
+        << "' with that secret";
+  }
+  return ok;
+}
+
 void AuthHandler::Handle(HttpRequest request, Responder responder) {
   const Access access = access_of_(request.target, request.method);
   if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));

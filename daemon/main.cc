@@ -255,8 +255,15 @@ int Run(const DaemonConfig& config) {
 
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
+  MetricsServer::BasicAuth metrics_auth;
+  if (config.metrics_authenticate) {
+    metrics_auth = [&auth](const std::string& user, const std::string& password) {
+      return auth->Authenticates(user, password);
+    };
+  }
   Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state);
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state,
+      std::move(metrics_auth));
   if (!metrics_address.ok()) {
     FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
     shut_down();

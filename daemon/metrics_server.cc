@@ -90,7 +90,8 @@ std::function<void(const std::string&, double)> MetricsServer::ViewCommitObserve
 
 Result<std::string> MetricsServer::Start(const HostPort& listen,
                                          std::chrono::milliseconds request_timeout,
-                                         std::shared_ptr<prometheus::Collectable> state) {
+                                         std::shared_ptr<prometheus::Collectable> state,
+                                         BasicAuth auth) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", listen.ToString(), "num_threads", std::to_string(kServingThreads),
@@ -101,6 +102,7 @@ Result<std::string> MetricsServer::Start(const HostPort& listen,
   }
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(state);
+  if (auth) exposer_->RegisterAuth(std::move(auth), "feedd", "/metrics");
   std::vector<int> ports = exposer_->GetListeningPorts();
   HostPort bound = listen;
   if (!ports.empty()) bound.port = static_cast<uint16_t>(ports.front());

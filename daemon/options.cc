@@ -271,6 +271,10 @@ const OptionSpec kOptions[] = {
      }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
+    {"metrics.authenticate", "false",
+     "with auth.tokens_file: /metrics needs HTTP basic authentication, user a token's NAME "
+     "and password its secret (any role)",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.metrics_authenticate); }},
     {"metrics.request_timeout_ms", "3000",
      "the metrics server drops a client that sends or reads nothing for this long (100..600000)",
      [](std::string_view v, DaemonConfig& c) {
@@ -608,6 +612,9 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
     return ConfigError(
         "invalid value for http.tls_client_ca_file: client certificates need "
         "HTTPS (http.tls_cert_file and http.tls_key_file)");
+  }
+  if (config->metrics_authenticate && config->auth_tokens_file.empty()) {
+    return ConfigError("invalid value for metrics.authenticate: true needs auth.tokens_file");
   }
   if (config->auth_tokens_file.empty() && !config->auth_allow_unauthenticated &&
       !IsLoopbackHost(config->http_listen.host)) {

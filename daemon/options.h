@@ -63,6 +63,7 @@ struct DaemonConfig {
   bool auth_allow_unauthenticated = false;
 
   HostPort metrics_listen;
+  bool metrics_authenticate = false;  // basic authentication with the tokens
   uint32_t metrics_request_timeout_ms = 0;
 
   LogLevel log_level = LogLevel::kInfo;

@@ -9,7 +9,9 @@ read refused at start, and the secure default: a non-loopback http.listen
 needs a tokens file or auth.allow_unauthenticated.
 """
 
+import base64
 import hashlib
+import http.client
 import os
 import re
 import signal
@@ -222,6 +224,49 @@ class AuthTest(FeeddTestCase):
             wait_for(lambda: self.call("reader", "GET", path)[0] == 200, "the restored tokens")
             del SECRETS["late"]
             del ROLES["late"]
+
+
+class MetricsAuthTest(FeeddTestCase):
+    """metrics.authenticate: /metrics needs basic authentication with a token."""
+
+    def test_metrics_need_a_token_name_and_secret(self):
+        with tempfile.TemporaryDirectory(prefix="feedd-tokens-") as tmp:
+            tokens = os.path.join(tmp, "tokens")
+            write_tokens(tokens, tokens_text(["reader", "writer"]))
+            daemon = FeeddDaemon(extra_args=["--auth.tokens_file=" + tokens,
+                                             "--metrics.authenticate=true"],
+                                 name="feedd-metrics-auth")
+            self.addCleanup(daemon.cleanup)
+            daemon.start()
+
+            def scrape(user=None, password=None):
+                conn = http.client.HTTPConnection(*daemon.ready["metrics"].rsplit(":", 1),
+                                                  timeout=10)
+                headers = {}
+                if user is not None:
+                    creds = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+                    headers["Authorization"] = "Basic " + creds
+                try:
+                    conn.request("GET", "/metrics", headers=headers)
+                    resp = conn.getresponse()
+                    return resp.status, resp.getheader("WWW-Authenticate"), resp.read()
+                finally:
+                    conn.close()
+
+            status, challenge, _ = scrape()
+            self.assertEqual(status, 401)
+            self.assertIn('Basic realm="feedd"', challenge or "")
+            self.assertEqual(scrape("reader", "wrong")[0], 401)
+            self.assertEqual(scrape("writer", SECRETS["reader"])[0], 401, "another token's name")
+            status, _, body = scrape("reader", SECRETS["reader"])
+            self.assertEqual(status, 200)
+            self.assertIn(b"feedd_http_auth_failures_total", body)
+            daemon.stop()
+
+    def test_metrics_authenticate_needs_a_tokens_file(self):
+        rc, err = run_to_exit(["--check-config", "--metrics.authenticate=true"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("metrics.authenticate: true needs auth.tokens_file", err)
 
 
 class AnyAddressDaemon(FeeddDaemon):

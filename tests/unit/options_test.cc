@@ -413,6 +413,7 @@ TEST_F(OptionsTest, HelpListsEveryOption) {
                            "auth.tokens_file",
                            "auth.allow_unauthenticated",
                            "metrics.listen",
+                           "metrics.authenticate",
                            "log.level",
                            "kafka.brokers",
                            "kafka.topic_prefix",
