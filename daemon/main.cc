@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <csignal>
 #include <cstring>
 #include <functional>
@@ -95,6 +96,15 @@ Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config) {
   return std::make_shared<const TokenSet>(std::move(*tokens));
 }
 
+// The TLS files of http.tls_*, loaded once to report a bad certificate or
+// key as a configuration error (exit 2) before anything starts.
+Status CheckTlsFiles(const DaemonConfig& config) {
+  if (config.http_tls_cert_file.empty()) return Status::Ok();
+  Result<std::shared_ptr<boost::asio::ssl::context>> tls =
+      MakeServerTlsContext(*HttpOptions(config, nullptr).tls);
+  return tls.status();
+}
+
 }  // namespace
 
 namespace {
@@ -109,6 +119,10 @@ int Run(const DaemonConfig& config) {
   Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
   if (!tokens.ok()) {
     FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << tokens.status().message();
+    return kExitBadConfig;
+  }
+  if (Status tls = CheckTlsFiles(config); !tls.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load the TLS files (http.tls_*): " << tls.message();
     return kExitBadConfig;
   }
   if (*tokens) {
@@ -364,6 +378,10 @@ int main(int argc, char** argv) {
     if (feedd::Result<std::shared_ptr<const feedd::TokenSet>> tokens = feedd::LoadTokens(*config);
         !tokens.ok()) {
       std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
+      return feedd::kExitBadConfig;
+    }
+    if (feedd::Status tls = feedd::CheckTlsFiles(*config); !tls.ok()) {
+      std::cerr << "feedd: cannot load the TLS files (http.tls_*): " << tls.message() << "\n";
       return feedd::kExitBadConfig;
     }
     if (config->processors_enabled) {

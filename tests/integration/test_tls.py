@@ -19,7 +19,7 @@ import unittest
 import warnings
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
-from test_auth import SECRETS, bearer, tokens_text, write_tokens
+from test_auth import SECRETS, bearer, run_to_exit, tokens_text, write_tokens
 from test_http_errors import metric_value, metrics_text, recv_all, wait_for
 from test_worker import Worker, daemon_settings
 
@@ -181,6 +181,21 @@ class HttpsTest(_TlsBase):
         self.assertNotIn(b"ok", answer)
         wait_for(lambda: self.handshake_failures() == before + 1, "the counted refusal")
         self.assertTrue(self.daemon.alive())
+
+    def test_bad_tls_files_are_refused_at_start(self):
+        rotated = os.path.join(self.dir, "rotated.pem")
+        for args, why in (
+                (["--http.tls_cert_file=" + rotated, "--http.tls_key_file=" + self.key],
+                 "key values mismatch"),
+                (["--http.tls_cert_file=" + self.cert,
+                  "--http.tls_key_file=" + os.path.join(self.dir, "missing.key")],
+                 "cannot load the private key"),
+                (["--http.tls_cert_file=" + self.cert], "go together")):
+            for check in ([], ["--check-config"]):
+                rc, err = run_to_exit(check + ["--listen=127.0.0.1:0",
+                                               "--metrics-listen=127.0.0.1:0"] + args)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(why, err)
 
     def test_tls_below_1_2_is_refused(self):
         def client(maximum):
