@@ -16,3 +16,9 @@ target_link_libraries(auth_tokens_test PRIVATE feedd_daemon GTest::gtest_main)
 gtest_discover_tests(auth_tokens_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(client_token_test ${CMAKE_CURRENT_LIST_DIR}/client_token_test.cc)
+target_link_libraries(client_token_test PRIVATE feedd_util GTest::gtest_main)
+gtest_discover_tests(client_token_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
