@@ -57,18 +57,16 @@ bool AuthHandler::Authenticates(std::string_view name, std::string_view secret) 
   return ok;
 }
 
-void AuthHandler::Handle(HttpRequest request, Responder responder) {
-  const Access access = access_of_(request.target, request.method);
-  if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));
-
+std::optional<HttpResponse> AuthHandler::Refusal(const HttpRequest& request, Access access,
+                                                 const TokenEntry** token,
+                                                 std::shared_ptr<const TokenSet>* tokens) const {
   std::optional<std::string_view> header = request.Header("Authorization");
   if (!header) {
     observer_->AuthFailed("missing");
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer
         << ": no Authorization header";
-    return responder.Send(
-        Unauthorized("this request needs an 'Authorization: Bearer <token>' header", false));
+    return Unauthorized("this request needs an 'Authorization: Bearer <token>' header", false);
   }
   Result<std::string_view> secret = ParseBearer(*header);
   if (!secret.ok()) {
@@ -76,25 +74,47 @@ void AuthHandler::Handle(HttpRequest request, Responder responder) {
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer
         << ": malformed Authorization header";
-    return responder.Send(Unauthorized(secret.status().message(), true));
+    return Unauthorized(secret.status().message(), true);
   }
-  std::shared_ptr<const TokenSet> tokens = this->tokens();
-  const TokenEntry* token = tokens->Find(*secret);
-  if (token == nullptr) {
+  *tokens = this->tokens();
+  *token = (*tokens)->Find(*secret);
+  if (*token == nullptr) {
     observer_->AuthFailed("unknown_token");
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer << ": unknown token";
-    return responder.Send(Unauthorized("the bearer token is not valid", true));
+    return Unauthorized("the bearer token is not valid", true);
   }
-  if (!RoleAllows(token->role, access)) {
+  if (!RoleAllows((*token)->role, access)) {
     observer_->AuthFailed("forbidden");
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer << ": token "
-        << token->name << " has role " << RoleName(token->role);
-    return responder.Send(ErrorResponse(
-        Status(ErrorCode::kForbidden, "the token's role (" + std::string(RoleName(token->role)) +
+        << (*token)->name << " has role " << RoleName((*token)->role);
+    return ErrorResponse(
+        Status(ErrorCode::kForbidden, "the token's role (" + std::string(RoleName((*token)->role)) +
                                           ") may not do this; it needs " +
-                                          (access == Access::kAdmin ? "admin" : "write"))));
+                                          (access == Access::kAdmin ? "admin" : "write")));
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> AuthHandler::Screen(const HttpRequest& head) {
+  const Access access = access_of_(head.target, head.method);
+  if (access == Access::kOpen) return inner_->Screen(head);
+  const TokenEntry* token = nullptr;
+  std::shared_ptr<const TokenSet> tokens;
+  if (std::optional<HttpResponse> refusal = Refusal(head, access, &token, &tokens)) {
+    return refusal;
+  }
+  return inner_->Screen(head);
+}
+
+void AuthHandler::Handle(HttpRequest request, Responder responder) {
+  const Access access = access_of_(request.target, request.method);
+  if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));
+  const TokenEntry* token = nullptr;
+  std::shared_ptr<const TokenSet> tokens;  // keeps `token` alive
+  if (std::optional<HttpResponse> refusal = Refusal(request, access, &token, &tokens)) {
+    return responder.Send(std::move(*refusal));
   }
   if (access == Access::kAdmin) {
     FEEDD_LOG(kInfo, "audit") << RequestLine(request) << " by token " << token->name << " from "

@@ -15,7 +15,11 @@
 // known and the peer address; every admin request let through is logged
 // the same way, unthrottled.
 //
-// Thread-safety: Handle() runs on any I/O thread; SetTokens() may be called
+// With HttpServerOptions::screen_heads the server calls Screen() with the
+// request head first, so a refused request's body is never read; Handle()
+// checks again (the tokens may have been reloaded in between).
+//
+// Thread-safety: Handle() and Screen() run on any I/O thread; SetTokens() may be called
 // from any thread (a SIGHUP reload) and takes effect for the next request.
 // Ownership: borrows the wrapped handler and the observer.
 #pragma once
@@ -23,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "daemon/auth_tokens.h"
@@ -48,10 +53,18 @@ class AuthHandler : public HttpHandler {
   bool Authenticates(std::string_view name, std::string_view secret) const;
 
   void Handle(HttpRequest request, Responder responder) override;
+  // The same checks on the head alone, so that the server refuses before
+  // reading a body (HttpServerOptions::screen_heads).
+  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 
  private:
   std::shared_ptr<const TokenSet> tokens() const;
+  // The answer refusing `request`, counted and logged, or nullopt with the
+  // token it carries (kept alive by `tokens`).
+  std::optional<HttpResponse> Refusal(const HttpRequest& request, Access access,
+                                      const TokenEntry** token,
+                                      std::shared_ptr<const TokenSet>* tokens) const;
 
   HttpHandler* const inner_;
   const std::function<Access(std::string_view, HttpMethod)> access_of_;

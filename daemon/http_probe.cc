@@ -136,6 +136,16 @@ void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, 
   response_bytes_.Add({{"route", r}}).Increment(static_cast<double>(response_bytes));
 }
 
+std::optional<HttpResponse> MeteredHandler::Screen(const HttpRequest& head) {
+  std::optional<HttpResponse> refusal = inner_->Screen(head);
+  if (refusal) {
+    probe_->Started();
+    probe_->Finished(route_of_(head.target), head.method, refusal->status, 0.0, 0,
+                     refusal->body.size());
+  }
+  return refusal;
+}
+
 void MeteredHandler::Handle(HttpRequest request, Responder responder) {
   probe_->Started();
   auto sink = std::make_shared<MeteredSink>(responder.Release(), probe_, route_of_(request.target),

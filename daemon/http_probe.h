@@ -67,6 +67,8 @@ class MeteredHandler : public HttpHandler {
       : inner_(inner), probe_(probe), route_of_(std::move(route_of)) {}
 
   void Handle(HttpRequest request, Responder responder) override;
+  // Records a refusal of the wrapped handler's Screen() like an answer.
+  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 
  private:

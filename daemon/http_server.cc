@@ -62,6 +62,7 @@ struct ServerState {
   size_t max_request_bytes = 0;
   size_t max_connections = 0;
   size_t max_buffered_bytes = 0;
+  bool screen_heads = false;
   std::chrono::seconds idle_timeout{0};
   std::atomic<size_t> connections{0};     // incremented on the acceptor's strand only
   std::atomic<size_t> buffered_bytes{0};  // <= max_buffered_bytes
@@ -253,6 +254,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
       return Write(ServerError(ErrorCodeHttpStatus(framing.code()), ErrorCodeName(framing.code()),
                                framing.message()),
                    /*linger=*/true);
+    }
+    if (state_->screen_heads) {
+      HttpRequest head = HeadOf(request);
+      head.peer = peer_;
+      if (std::optional<HttpResponse> refusal = state_->handler->Screen(head)) {
+        keep_alive_ = request.keep_alive();
+        head_request_ = request.method() == http::verb::head;
+        // A body that is coming is never read: close after the answer.
+        return Write(std::move(*refusal), /*linger=*/!parser_->is_done());
+      }
     }
     // A string body reserves its Content-Length at once.
     if (auto length = parser_->content_length(); length && *length > 0) {
@@ -463,6 +474,7 @@ class HttpServer::Impl {
     state_->max_connections = options_.max_connections;
     state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
     state_->idle_timeout = options_.idle_timeout;
+    state_->screen_heads = options_.screen_heads;
     if (options_.tls) {
       Result<std::shared_ptr<ssl::context>> tls = MakeServerTlsContext(*options_.tls);
       if (!tls.ok()) return tls.status();

@@ -90,6 +90,10 @@ struct HttpServerOptions {
   size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
   std::chrono::seconds idle_timeout{60};
   std::chrono::seconds shutdown_grace{10};
+  // Ask the handler to screen each request head (HttpHandler::Screen) before
+  // reading its body: set when authentication is on, so that a client
+  // without a token cannot make the server hold its body.
+  bool screen_heads = false;
   // HTTPS with these files; nullopt = plain HTTP.
   std::optional<TlsServerFiles> tls;
   // Not owned; nullptr reports nothing. Must outlive the server.

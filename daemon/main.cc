@@ -81,6 +81,7 @@ HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* ob
   options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
   options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
   options.observer = observer;
+  options.screen_heads = !config.auth_tokens_file.empty();
   if (!config.http_tls_cert_file.empty()) {
     options.tls = TlsServerFiles{config.http_tls_cert_file, config.http_tls_key_file,
                                  config.http_tls_client_ca_file};

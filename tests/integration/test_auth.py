@@ -15,6 +15,7 @@ import http.client
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -22,7 +23,7 @@ import unittest
 
 from feedd_harness import (FeeddDaemon, FeeddTestCase, batch_path, feedd_binary, item_path,
                            items_path, query_path)
-from test_http_errors import metric_value, metrics_text, wait_for
+from test_http_errors import metric_value, metrics_text, recv_all, wait_for
 
 SECRETS = {"reader": "r-secret.1", "writer": "w-secret_2", "admin": "a~secret/3=="}
 ROLES = {"reader": "read", "writer": "write", "admin": "admin"}
@@ -195,6 +196,27 @@ class AuthTest(FeeddTestCase):
     def stderr(self):
         with open(self.daemon.stderr_path, encoding="utf-8", errors="replace") as f:
             return f.read()
+
+    def test_refused_before_the_body_is_read(self):
+        # Without screening the server would wait for the announced body.
+        head = (b"POST /v1/containers/users/items HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 4000000\r\n\r\n")
+        before = metric_value(metrics_text(self.daemon), "feedd_http_requests_total",
+                              'method="POST",route="/v1/containers/{c}/items",status="401"')
+        with socket.create_connection((self.daemon.host, self.daemon.port), timeout=10) as s:
+            s.sendall(head)
+            answer = recv_all(s)  # closed after the answer: the body is never read
+        self.assertTrue(answer.startswith(b"HTTP/1.1 401 "), answer[:200])
+        self.assertIn(b'"code":"unauthorized"', answer)
+        self.assertEqual(metric_value(metrics_text(self.daemon), "feedd_http_requests_total",
+                                      'method="POST",route="/v1/containers/{c}/items",'
+                                      'status="401"'), before + 1)
+        # A refused request without a body keeps its connection.
+        client = self.daemon.client()
+        for _ in range(3):
+            self.assertUnauthorized(client.request("GET", "/v1/feed"), False, "kept alive")
+        self.assertStatus(client.request("GET", "/v1/feed", None, bearer("reader")), 200, "then")
+        self.assertEqual(client.connects, 1)
 
     def test_sighup_reload_adds_and_removes_tokens(self):
         path = "/v1/containers"
