@@ -7,7 +7,9 @@
 //   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
-//   response when the Responder is completed, from whatever thread.
+//   response when the Responder is completed, from whatever thread. With
+//   screen_heads the handler's Screen() sees the head first and may refuse
+//   the request before its body is read.
 //   A connection idle for idle_timeout is closed.
 //
 // HTTPS (HttpServerOptions::tls): every connection starts with a TLS
