@@ -96,6 +96,14 @@ int RunWorker(const DaemonConfig& config) {
   HttpClient client(config.worker_api, std::chrono::seconds(10), *security);
   Result<std::vector<ContainerSpec>> containers = FetchContainers(client);
   for (int attempt = 0; !containers.ok() && !stop; ++attempt) {
+    // A token the daemon refuses will not become right by waiting.
+    if (containers.status().code() == ErrorCode::kUnauthorized ||
+        containers.status().code() == ErrorCode::kForbidden) {
+      FEEDD_LOG(kError, "worker") << "the daemon refuses the worker's token "
+                                     "(worker.token_file, $FEEDD_TOKEN_FILE, $FEEDD_TOKEN): "
+                                  << containers.status().ToString();
+      return finish(kExitBadConfig);
+    }
     if (attempt % 10 == 0) {
       FEEDD_LOG(kWarning, "worker") << "waiting for the daemon: " << containers.status().ToString();
     }

@@ -310,6 +310,17 @@ class WorkerOverTlsTest(_TlsBase):
         self.assertIn("starting; daemon at https://127.0.0.1:%d with a bearer token"
                       % self.daemon.port, worker.logs())
 
+    def test_worker_with_a_refused_token_stops(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FEEDD_")}
+        env["FEEDD_TOKEN"] = "not-a-token"
+        proc = subprocess.run(
+            [self.daemon.binary, "worker"] + daemon_settings() +
+            ["--worker.api=127.0.0.1:%d" % self.daemon.port, "--worker.tls_ca_file=" + self.ca,
+             "--worker.metrics_listen=127.0.0.1:0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr.decode()[-2000:])
+        self.assertIn("the daemon refuses the worker's token", proc.stderr.decode())
+
 
 if __name__ == "__main__":
     unittest.main()
