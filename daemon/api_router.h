@@ -35,6 +35,8 @@
 
 #include "daemon/auth_tokens.h"
 #include "daemon/http_handler.h"
+#include "daemon/import_probe.h"
+#include "daemon/import_stream.h"
 #include "daemon/query_executor.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
@@ -68,6 +70,12 @@ class ApiRouter : public HttpHandler {
     // (query.threads), with at most query_max_queued waiting (query.max_queued).
     size_t query_threads = 2;
     size_t query_max_queued = 64;
+    // Bulk imports (import.*): batch and sync sizes, and how many run at
+    // once (more are 503).
+    ImportLimits import_limits;
+    size_t import_max_concurrent = 2;
+    // Not owned; nullptr reports nothing. Must outlive the io_context.
+    ImportProbe* import_probe = nullptr;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
@@ -76,12 +84,15 @@ class ApiRouter : public HttpHandler {
   ApiRouter& operator=(const ApiRouter&) = delete;
 
   void Handle(HttpRequest request, Responder responder) override;
+  // POST /v1/containers/{c}/import streams its body (daemon/import_stream.h);
+  // every other request is buffered.
+  std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   // The route template of a request target, e.g.
   // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
   static std::string_view RouteTemplate(std::string_view target);
   // What a request needs (docs/security.md, "Roles"): kOpen for /healthz and
   // /readyz; kAdmin for the POST operations on a processor; kWrite for POST,
-  // PUT, PATCH and DELETE of items and batches; kRead for everything else
+  // PUT, PATCH and DELETE of items, batches and imports; kRead for everything else
   // (GETs, queries, unknown paths and methods, which are then 404 or 405).
   static Access AccessOf(std::string_view target, HttpMethod method);
   // Answers every parked long poll and read-your-writes wait now; /readyz
@@ -157,6 +168,10 @@ class ApiRouter : public HttpHandler {
   boost::asio::io_context& io_;
   const std::string containers_json_;  // the answer of GET /v1/containers
   std::atomic<bool> stopping_{false};
+  // Shared with the imports, which may end after the router (their last
+  // callbacks are destroyed with the io_context).
+  const std::shared_ptr<std::atomic<size_t>> imports_running_ =
+      std::make_shared<std::atomic<size_t>>(0);
 
   QueryExecutor queries_;
 

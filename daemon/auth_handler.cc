@@ -108,6 +108,16 @@ std::optional<HttpResponse> AuthHandler::Screen(const HttpRequest& head) {
   return inner_->Screen(head);
 }
 
+std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
+  const Access access = access_of_(head.target, head.method);
+  if (access != Access::kOpen) {
+    const TokenEntry* token = nullptr;
+    std::shared_ptr<const TokenSet> tokens;
+    if (Refusal(head, access, &token, &tokens)) return nullptr;
+  }
+  return inner_->StreamBody(head);
+}
+
 void AuthHandler::Handle(HttpRequest request, Responder responder) {
   const Access access = access_of_(request.target, request.method);
   if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));

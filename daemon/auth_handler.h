@@ -56,6 +56,9 @@ class AuthHandler : public HttpHandler {
   // The same checks on the head alone, so that the server refuses before
   // reading a body (HttpServerOptions::screen_heads).
   std::optional<HttpResponse> Screen(const HttpRequest& head) override;
+  // Only an admitted request's body is streamed; a refused one is left to
+  // Handle(), which refuses it.
+  std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 
  private:

@@ -36,8 +36,9 @@ Status CheckFraming(const RequestMessage& request);
 // The request the handler gets: method, target, every header in order, and
 // the body, which is moved out of `message`.
 HttpRequest ToHttpRequest(RequestMessage& message);
-// The same without the body (left in `message`): what HttpHandler::Screen
-// sees before the body is read.
+// The same without the body (which stays in `message`): the head a
+// BodyStream is chosen by, and what HttpHandler::Screen sees before the body
+// is read.
 HttpRequest HeadOf(const RequestMessage& message);
 
 }  // namespace feedd

@@ -1,15 +1,19 @@
 // feedd: the change-feed document-store daemon.
 //
-// Start-up: configuration (daemon/options.h), the tokens file, storage, HTTP
-// API, then the --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP
-// gracefully, then storage) and exit 0; a second signal while stopping kills
-// it at once. SIGHUP reloads auth.tokens_file and the TLS certificate and
-// key; a reload that fails keeps what was loaded before and logs why.
+// Start-up: configuration (daemon/options.h) and the tokens file; the API
+// and metrics ports are bound before storage opens (a taken port fails
+// start-up without touching the data directory); storage, Kafka, processors;
+// the API serves; then the --ready-file. SIGTERM/SIGINT stop it in reverse
+// order (HTTP gracefully, then storage) and exit 0; a second signal while
+// stopping kills it at once. SIGHUP reloads auth.tokens_file and the TLS
+// certificate and key; a reload that fails keeps what was loaded before and
+// logs why.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -23,6 +27,7 @@
 #include "daemon/auth_handler.h"
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
+#include "daemon/import_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -30,6 +35,7 @@
 #include "daemon/systemd_notifier.h"
 #include "daemon/worker_main.h"
 #include "feed/embedded_broker.h"
+#include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
@@ -141,8 +147,39 @@ int Run(const DaemonConfig& config) {
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
 
-  // Metrics first: the store and processors feed its histograms.
+  // Both ports first: a taken one stops start-up before the data directory
+  // is opened (and locked). API connections wait in the backlog until the
+  // API serves; /metrics serves the registry at once.
+  // /metrics' basic authentication (metrics.authenticate) asks the API's
+  // AuthHandler once it exists, and refuses until then. Declared before
+  // `metrics`, which uses it until it stops.
+  std::atomic<const AuthHandler*> metrics_auth{nullptr};
   MetricsServer metrics;
+  HttpProbe http_probe(metrics.registry());
+  // Before the server: an import's last callbacks may run as its
+  // io_context is destroyed.
+  ImportProbe import_probe(metrics.registry());
+  HttpServer http(HttpOptions(config, &http_probe));
+  if (Status s = http.Listen(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
+    return kExitStartupFailure;
+  }
+  MetricsServer::BasicAuth metrics_basic_auth;
+  if (config.metrics_authenticate) {
+    metrics_basic_auth = [&metrics_auth](const std::string& user, const std::string& password) {
+      const AuthHandler* auth = metrics_auth.load();
+      return auth != nullptr && auth->Authenticates(user, password);
+    };
+  }
+  Result<std::string> metrics_address = metrics.Start(
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms),
+      std::move(metrics_basic_auth));
+  if (!metrics_address.ok()) {
+    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
+    return kExitStartupFailure;
+  }
+
+  // The store and processors feed the metrics' histograms.
   StoreOptions store_options = config.store;
   store_options.on_group_commit = metrics.GroupCommitObserver();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
@@ -169,7 +206,7 @@ int Run(const DaemonConfig& config) {
   const bool embedded = config.kafka.brokers == "embedded";
   if (config.kafka.brokers != "none") {
     if (embedded) {
-      auto started = EmbeddedBroker::Start();
+      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
       if (!started.ok()) {
         FEEDD_LOG(kError, "main") << started.status().ToString();
         return kExitStartupFailure;
@@ -179,6 +216,12 @@ int Run(const DaemonConfig& config) {
         Status s =
             broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
         if (!s.ok()) {
+          FEEDD_LOG(kError, "main") << s.ToString();
+          return kExitStartupFailure;
+        }
+      }
+      if (config.kafka.heartbeat_interval_ms > 0) {
+        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
           FEEDD_LOG(kError, "main") << s.ToString();
           return kExitStartupFailure;
         }
@@ -216,8 +259,6 @@ int Run(const DaemonConfig& config) {
     }
   }
 
-  HttpProbe http_probe(metrics.registry());
-  HttpServer http(HttpOptions(config, &http_probe));
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
@@ -226,6 +267,11 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
+  router_options.import_limits.batch_bytes = config.import_batch_bytes;
+  router_options.import_limits.sync_bytes = config.import_sync_bytes;
+  router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
+  router_options.import_max_concurrent = config.import_max_concurrent;
+  router_options.import_probe = &import_probe;
   ApiRouter router(store.get(), router_options, http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
@@ -233,6 +279,7 @@ int Run(const DaemonConfig& config) {
   if (*tokens) {
     auth.emplace(&router, &ApiRouter::AccessOf, *tokens, &http_probe);
     served = &*auth;
+    metrics_auth = &*auth;
   }
   MeteredHandler metered_router(served, &http_probe, &ApiRouter::RouteTemplate);
 
@@ -268,22 +315,10 @@ int Run(const DaemonConfig& config) {
                                : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
                                                                         : " (HTTPS, mTLS)");
 
+  // The exposer holds collectables weakly: this one lives until the end.
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
-  MetricsServer::BasicAuth metrics_auth;
-  if (config.metrics_authenticate) {
-    metrics_auth = [&auth](const std::string& user, const std::string& password) {
-      return auth->Authenticates(user, password);
-    };
-  }
-  Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state,
-      std::move(metrics_auth));
-  if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
-    shut_down();
-    return kExitStartupFailure;
-  }
+  metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
 
   if (!config.ready_file.empty()) {

@@ -90,7 +90,6 @@ std::function<void(const std::string&, double)> MetricsServer::ViewCommitObserve
 
 Result<std::string> MetricsServer::Start(const HostPort& listen,
                                          std::chrono::milliseconds request_timeout,
-                                         std::shared_ptr<prometheus::Collectable> state,
                                          BasicAuth auth) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
@@ -101,12 +100,15 @@ Result<std::string> MetricsServer::Start(const HostPort& listen,
                   "cannot serve metrics on " + listen.ToString() + ": " + ListenError(listen));
   }
   exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(state);
   if (auth) exposer_->RegisterAuth(std::move(auth), "feedd", "/metrics");
   std::vector<int> ports = exposer_->GetListeningPorts();
   HostPort bound = listen;
   if (!ports.empty()) bound.port = static_cast<uint16_t>(ports.front());
   return bound.ToString();
+}
+
+void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> state) {
+  exposer_->RegisterCollectable(state);
 }
 
 }  // namespace feedd

@@ -62,6 +62,11 @@ struct DaemonConfig {
   std::string auth_tokens_file;  // "" = no authentication
   bool auth_allow_unauthenticated = false;
 
+  // import.*: bulk imports (daemon/import_stream.h).
+  uint64_t import_batch_bytes = 0;
+  uint64_t import_sync_bytes = 0;
+  uint32_t import_max_concurrent = 0;
+
   HostPort metrics_listen;
   bool metrics_authenticate = false;  // basic authentication with the tokens
   uint32_t metrics_request_timeout_ms = 0;

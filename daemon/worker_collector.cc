@@ -27,6 +27,10 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
     f.Counter("feedd_worker_unrecoverable_gaps_total",
               "catch-ups whose changes the durable feed no longer held (verify the views)",
               s.unrecoverable_gaps, labels);
+    f.Gauge("feedd_worker_resolved_lsn",
+            "every change up to this LSN of the assigned partitions is applied or parked "
+            "(resolved markers)",
+            static_cast<double>(s.resolved_lsn), labels);
     f.Counter("feedd_worker_rebalances_total", "partition assignments received", s.rebalances,
               labels);
     f.Counter("feedd_worker_view_collisions_total",

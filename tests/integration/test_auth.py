@@ -197,6 +197,18 @@ class AuthTest(FeeddTestCase):
         with open(self.daemon.stderr_path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def test_bulk_import_needs_the_write_role(self):
+        path = "/v1/containers/users/import"
+        line = b'{"id":"imp1","userId":"imp1","type":"user","username":"i"}\n'
+        headers = {"Content-Type": "application/x-ndjson"}
+        self.assertUnauthorized(self.call(None, "POST", path, line, headers), False, "no token")
+        self.assertError(self.call("reader", "POST", path, line, headers), 403, "forbidden",
+                         "reader")
+        status, _, body = self.call("writer", "POST", path, line, headers)
+        self.assertEqual(status, 200, body)
+        self.assertStatus(self.call("reader", "GET", item_path("users", "imp1", "imp1")), 200,
+                          "the imported item")
+
     def test_refused_before_the_body_is_read(self):
         # Without screening the server would wait for the announced body.
         head = (b"POST /v1/containers/users/items HTTP/1.1\r\nHost: x\r\n"

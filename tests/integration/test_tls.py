@@ -154,13 +154,14 @@ class HttpsTest(_TlsBase):
         proc = self.feedctl("--token-file", token_file, "--ca-file", self.ca, "processors")
         self.assertEqual(proc.returncode, 0, proc.stderr.decode())
         self.assertIn("usernames", proc.stdout.decode())
-        # Without the CA file feedctl speaks plain HTTP, which the port refuses.
+        # Without the CA file feedctl speaks plain HTTP, which the port refuses
+        # (exit 3: the daemon could not be reached).
         proc = self.feedctl("--token-file", token_file, "processors")
-        self.assertEqual(proc.returncode, 2, proc.stdout.decode())
+        self.assertEqual(proc.returncode, 3, proc.stdout.decode())
         # A CA that did not sign the server's certificate.
         proc = self.feedctl("--token-file", token_file, "--ca-file",
                             os.path.join(self.dir, "other-ca.pem"), "processors")
-        self.assertEqual(proc.returncode, 2, proc.stdout.decode())
+        self.assertEqual(proc.returncode, 3, proc.stdout.decode())
         self.assertIn("certificate verify failed", proc.stderr.decode())
         # The token from the environment; without one, 401.
         env_proc = subprocess.run(
@@ -279,7 +280,7 @@ class MutualTlsTest(_TlsBase):
                             os.path.join(self.dir, "client.key"), "processors")
         self.assertEqual(proc.returncode, 0, proc.stderr.decode())
         proc = self.feedctl("--token-file", token_file, "--ca-file", self.ca, "processors")
-        self.assertEqual(proc.returncode, 2, proc.stdout.decode())
+        self.assertEqual(proc.returncode, 3, proc.stdout.decode())
 
 
 class WorkerOverTlsTest(_TlsBase):

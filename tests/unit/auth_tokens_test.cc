@@ -192,6 +192,7 @@ TEST(RoleTableTest, EveryRouteHasItsClass) {
       {HttpMethod::kPatch, "/v1/containers/users/items/u1/u1", Access::kWrite},
       {HttpMethod::kDelete, "/v1/containers/users/items/u1/u1", Access::kWrite},
       {HttpMethod::kPost, "/v1/containers/posts/partitions/p1/batch", Access::kWrite},
+      {HttpMethod::kPost, "/v1/containers/users/import", Access::kWrite},
       {HttpMethod::kPost, "/v1/processors/usernames/rebuild", Access::kAdmin},
       {HttpMethod::kPost, "/v1/processors/usernames/verify", Access::kAdmin},
       {HttpMethod::kPost, "/v1/processors/usernames/parked/replay", Access::kAdmin},
