@@ -223,6 +223,51 @@ std::string_view ApiRouter::RouteTemplate(std::string_view target) {
   return TemplateOf(MatchRoute(*segments).kind);
 }
 
+Access ApiRouter::AccessOf(std::string_view target, HttpMethod method) {
+  std::string_view path = target.substr(0, target.find('?'));
+  Result<std::vector<std::string>> segments = SplitPath(path);
+  if (!segments.ok()) return Access::kRead;
+  RouteKind kind = MatchRoute(*segments).kind;
+  if (!IsAllowed(kind, method)) {
+    // /healthz and /readyz answer 405 to anyone; elsewhere a token is needed.
+    return kind == RouteKind::kHealthz || kind == RouteKind::kReadyz ? Access::kOpen
+                                                                     : Access::kRead;
+  }
+  switch (kind) {
+    case RouteKind::kHealthz:
+    case RouteKind::kReadyz:
+      return Access::kOpen;
+    case RouteKind::kItems:
+    case RouteKind::kBatch:
+    case RouteKind::kImport:
+      return Access::kWrite;
+    case RouteKind::kItem:
+      return method == HttpMethod::kGet ? Access::kRead : Access::kWrite;
+    case RouteKind::kReplay:
+    case RouteKind::kRebuild:
+    case RouteKind::kVerify:
+    case RouteKind::kPause:
+    case RouteKind::kResume:
+    case RouteKind::kReset:
+    case RouteKind::kJobCancel:
+      return Access::kAdmin;
+    // Every kind is named (no default), so a new route does not compile
+    // into a class without a decision (-Wswitch).
+    case RouteKind::kNone:
+    case RouteKind::kContainers:
+    case RouteKind::kQuery:
+    case RouteKind::kChangeFeed:
+    case RouteKind::kFeed:
+    case RouteKind::kProcessors:
+    case RouteKind::kProcessor:
+    case RouteKind::kParked:
+    case RouteKind::kJobs:
+    case RouteKind::kJob:
+      return Access::kRead;
+  }
+  return Access::kRead;
+}
+
 void ApiRouter::Handle(HttpRequest request, Responder responder) {
   std::string_view target = request.target;
   size_t question = target.find('?');

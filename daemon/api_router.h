@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/auth_tokens.h"
 #include "daemon/http_handler.h"
 #include "daemon/import_probe.h"
 #include "daemon/import_stream.h"
@@ -92,6 +93,11 @@ class ApiRouter : public HttpHandler {
   // The route template of a request target, e.g.
   // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
   static std::string_view RouteTemplate(std::string_view target);
+  // What a request needs (docs/security.md, "Roles"): kOpen for /healthz and
+  // /readyz; kAdmin for the POST operations on a processor; kWrite for POST,
+  // PUT, PATCH and DELETE of items, batches and imports; kRead for everything else
+  // (GETs, queries, unknown paths and methods, which are then 404 or 405).
+  static Access AccessOf(std::string_view target, HttpMethod method);
   // Answers every parked long poll and read-your-writes wait now; /readyz
   // answers 503 from now on.
   void OnServerStopping() override;

@@ -39,6 +39,7 @@
 #include "daemon/host_port.h"
 #include "util/http_client.h"
 #include "util/json_parse.h"
+#include "util/tls_context.h"
 
 namespace {
 
@@ -70,8 +71,11 @@ struct Reply {
 // What a command runs with: the connection to the daemon and the output mode.
 class Session {
  public:
-  Session(std::string api, bool json, feedd::ImportCommand import = {})
-      : http_(std::move(api), kTimeout), json_(json), import_(std::move(import)) {}
+  Session(std::string api, bool json, feedd::ImportCommand import = {},
+          feedd::HttpClientSecurity security = {})
+      : http_(std::move(api), kTimeout, std::move(security)),
+        json_(json),
+        import_(std::move(import)) {}
   const std::string& api() const { return http_.address(); }
   bool json() const { return json_; }
   // import's options (--if-exists, --on-error, --no-progress).
@@ -578,6 +582,15 @@ po::options_description GlobalOptions() {
        "127.0.0.1:8080)")                                                               //
       ("ready-file", po::value<std::string>()->value_name("PATH"),
        "take the API address from feedd's ready file")  //
+      ("token-file", po::value<std::string>()->value_name("PATH"),
+       "send the bearer token on the first line of PATH (default: $FEEDD_TOKEN_FILE's, "
+       "else $FEEDD_TOKEN)")  //
+      ("ca-file", po::value<std::string>()->value_name("PATH"),
+       "speak HTTPS, trusting the CAs in PATH (PEM)")  //
+      ("cert-file", po::value<std::string>()->value_name("PATH"),
+       "with --ca-file: present this client certificate (mTLS)")  //
+      ("key-file", po::value<std::string>()->value_name("PATH"),
+       "the key of --cert-file")  //
       ("if-exists", po::value<std::string>()->value_name("skip|replace|fail"),
        "import: what to do with an id that is already stored")  //
       ("on-error", po::value<std::string>()->value_name("continue|stop"),
@@ -749,7 +762,24 @@ int Main(int argc, char** argv) {
   if (values.count("if-exists") != 0) import.if_exists = values["if-exists"].as<std::string>();
   if (values.count("on-error") != 0) import.on_error = values["on-error"].as<std::string>();
   import.progress = values.count("no-progress") == 0;
-  Session session(address->ToString(), values.count("json") != 0, std::move(import));
+  feedd::HttpClientSecurity security;
+  feedd::Result<std::string> token = feedd::ClientBearerToken(
+      values.count("token-file") != 0 ? values["token-file"].as<std::string>() : "");
+  if (!token.ok()) return UsageError(token.status().message());
+  security.bearer_token = std::move(*token);
+  feedd::TlsClientFiles tls_files;
+  if (values.count("ca-file") != 0) tls_files.ca_file = values["ca-file"].as<std::string>();
+  if (values.count("cert-file") != 0) tls_files.cert_file = values["cert-file"].as<std::string>();
+  if (values.count("key-file") != 0) tls_files.key_file = values["key-file"].as<std::string>();
+  if (!tls_files.ca_file.empty()) {
+    auto tls = feedd::MakeClientTlsContext(tls_files);
+    if (!tls.ok()) return UsageError(tls.status().message());
+    security.tls = std::move(*tls);
+  } else if (!tls_files.cert_file.empty() || !tls_files.key_file.empty()) {
+    return UsageError("--cert-file and --key-file need --ca-file");
+  }
+  Session session(address->ToString(), values.count("json") != 0, std::move(import),
+                  std::move(security));
   try {
     return command->run(session, args);
   } catch (const Unreachable& e) {

@@ -1,6 +1,9 @@
 #include "daemon/host_port.h"
 
+#include <arpa/inet.h>
+
 #include <cctype>
+#include <cstring>
 
 namespace feedd {
 namespace {
@@ -19,6 +22,19 @@ bool IsHostNameChar(char c) {
 }
 
 }  // namespace
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost") return true;
+  std::string text(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
 
 std::string HostPort::ToString() const {
   std::string out;

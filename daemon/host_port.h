@@ -22,6 +22,10 @@ struct HostPort {
   std::string ToString() const;
 };
 
+// Whether `host` names only this machine: "localhost", 127.0.0.0/8, ::1 or
+// ::ffff:127.0.0.0/104. Any other name is not (it may resolve elsewhere).
+bool IsLoopbackHost(std::string_view host);
+
 // Parses "HOST:PORT". Fails (invalid_request) with a message saying what is
 // wrong: a missing or non-numeric port, a port above 65535, an empty host.
 Result<HostPort> ParseHostPort(std::string_view text);

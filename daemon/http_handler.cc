@@ -17,6 +17,28 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+std::string_view HttpMethodName(HttpMethod method) {
+  switch (method) {
+    case HttpMethod::kGet:
+      return "GET";
+    case HttpMethod::kHead:
+      return "HEAD";
+    case HttpMethod::kPost:
+      return "POST";
+    case HttpMethod::kPut:
+      return "PUT";
+    case HttpMethod::kPatch:
+      return "PATCH";
+    case HttpMethod::kDelete:
+      return "DELETE";
+    case HttpMethod::kOptions:
+      return "OPTIONS";
+    case HttpMethod::kOther:
+      break;
+  }
+  return "OTHER";
+}
+
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
   for (const HttpHeader& header : headers) {
     if (EqualsIgnoreCase(header.name, name)) return std::string_view(header.value);

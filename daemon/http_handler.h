@@ -30,6 +30,9 @@ namespace feedd {
 
 enum class HttpMethod { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
 
+// "GET", "POST", ...; "OTHER" for kOther.
+std::string_view HttpMethodName(HttpMethod method);
+
 struct HttpHeader {
   std::string name;
   std::string value;
@@ -40,6 +43,7 @@ struct HttpRequest {
   std::string target;  // origin-form, e.g. "/v1/changefeed?from=now"
   std::vector<HttpHeader> headers;
   std::string body;
+  std::string peer;  // the client's address, HOST:PORT ("" when unknown)
 
   // The first header named `name` (ASCII case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
@@ -114,6 +118,12 @@ class HttpHandler {
   // Called on an I/O thread for every request. Must complete `responder`
   // exactly once, now or later, from any thread.
   virtual void Handle(HttpRequest request, Responder responder) = 0;
+  // Called on an I/O thread with the head of a request (no body) before the
+  // server reads its body, when HttpServerOptions::screen_heads is set. A
+  // response refuses the request: the server answers it at once, without
+  // reading the body (and closes the connection when a body was coming), and
+  // Handle() is not called. Must not block. Default: admit everything.
+  virtual std::optional<HttpResponse> Screen(const HttpRequest& head) { return std::nullopt; }
   // Called once when the server starts stopping (acceptor closed): requests
   // that are parked waiting (long polls) should be answered now.
   virtual void OnServerStopping() = 0;

@@ -6,28 +6,6 @@
 namespace feedd {
 namespace {
 
-std::string MethodName(HttpMethod m) {
-  switch (m) {
-    case HttpMethod::kGet:
-      return "GET";
-    case HttpMethod::kHead:
-      return "HEAD";
-    case HttpMethod::kPost:
-      return "POST";
-    case HttpMethod::kPut:
-      return "PUT";
-    case HttpMethod::kPatch:
-      return "PATCH";
-    case HttpMethod::kDelete:
-      return "DELETE";
-    case HttpMethod::kOptions:
-      return "OPTIONS";
-    case HttpMethod::kOther:
-      return "OTHER";
-  }
-  return "OTHER";
-}
-
 // Latency buckets from 50 µs to 10 s.
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -118,7 +96,16 @@ HttpProbe::HttpProbe(prometheus::Registry& registry)
                             .Help("Requests refused by the HTTP server before routing: over "
                                   "http.max_buffered_bytes (503) or a transfer coding other "
                                   "than chunked (501/400)")
-                            .Register(registry)) {
+                            .Register(registry)),
+      auth_failures_(prometheus::BuildCounter()
+                         .Name("feedd_http_auth_failures_total")
+                         .Help("Requests refused by authentication (auth.tokens_file): no "
+                               "Authorization header, a malformed one, an unknown token (401), "
+                               "or a role that may not use the route (403)")
+                         .Register(registry)) {
+  for (const char* reason : {"missing", "malformed", "unknown_token", "forbidden"}) {
+    auth_failures_.Add({{"reason", reason}});
+  }
   for (const char* reason : {"max_connections", "accept_error"}) {
     connections_rejected_.Add({{"reason", reason}});
   }
@@ -135,14 +122,28 @@ void HttpProbe::RequestRefused(std::string_view reason) {
   requests_refused_.Add({{"reason", std::string(reason)}}).Increment();
 }
 
+void HttpProbe::AuthFailed(std::string_view reason) {
+  auth_failures_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
 void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, double seconds,
                          size_t request_bytes, size_t response_bytes) {
   in_flight_.Decrement();
-  std::string r(route), m = MethodName(method);
+  std::string r(route), m = std::string(HttpMethodName(method));
   requests_.Add({{"route", r}, {"method", m}, {"status", std::to_string(status)}}).Increment();
   duration_.Add({{"route", r}, {"method", m}}, LatencyBuckets()).Observe(seconds);
   request_bytes_.Add({{"route", r}}).Increment(static_cast<double>(request_bytes));
   response_bytes_.Add({{"route", r}}).Increment(static_cast<double>(response_bytes));
+}
+
+std::optional<HttpResponse> MeteredHandler::Screen(const HttpRequest& head) {
+  std::optional<HttpResponse> refusal = inner_->Screen(head);
+  if (refusal) {
+    probe_->Started();
+    probe_->Finished(route_of_(head.target), head.method, refusal->status, 0.0, 0,
+                     refusal->body.size());
+  }
+  return refusal;
 }
 
 // A streamed body, metered like a buffered one: from its head to its answer,

@@ -2,7 +2,8 @@
 // HttpHandler decorator that records them for every request of the handler
 // it wraps (requests by route template and status, latency by route,
 // in-flight requests, request and response bytes). The probe is also the
-// HttpServer's observer (connections, the body budget, refusals).
+// HttpServer's observer (connections, the body budget, refusals) and the
+// AuthHandler's (authentication failures).
 //
 // Thread-safety: both are safe to use from every I/O thread.
 // Ownership: the probe's metrics live in the prometheus::Registry given to
@@ -18,12 +19,13 @@
 #include <functional>
 #include <string_view>
 
+#include "daemon/auth_handler.h"
 #include "daemon/http_handler.h"
 #include "daemon/http_server.h"
 
 namespace feedd {
 
-class HttpProbe : public HttpServerObserver {
+class HttpProbe : public HttpServerObserver, public AuthObserver {
  public:
   explicit HttpProbe(prometheus::Registry& registry);
 
@@ -41,6 +43,9 @@ class HttpProbe : public HttpServerObserver {
   }
   void RequestRefused(std::string_view reason) override;
 
+  // AuthObserver
+  void AuthFailed(std::string_view reason) override;
+
  private:
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
@@ -51,6 +56,7 @@ class HttpProbe : public HttpServerObserver {
   prometheus::Family<prometheus::Counter>& connections_rejected_;
   prometheus::Gauge& buffered_bytes_;
   prometheus::Family<prometheus::Counter>& requests_refused_;
+  prometheus::Family<prometheus::Counter>& auth_failures_;
 };
 
 class MeteredHandler : public HttpHandler {
@@ -61,6 +67,8 @@ class MeteredHandler : public HttpHandler {
       : inner_(inner), probe_(probe), route_of_(std::move(route_of)) {}
 
   void Handle(HttpRequest request, Responder responder) override;
+  // Records a refusal of the wrapped handler's Screen() like an answer.
+  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
   std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 

@@ -37,7 +37,8 @@ Status CheckFraming(const RequestMessage& request);
 // the body, which is moved out of `message`.
 HttpRequest ToHttpRequest(RequestMessage& message);
 // The same without the body (which stays in `message`): the head a
-// BodyStream is chosen by.
+// BodyStream is chosen by, and what HttpHandler::Screen sees before the body
+// is read.
 HttpRequest HeadOf(const RequestMessage& message);
 
 }  // namespace feedd

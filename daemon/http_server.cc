@@ -14,16 +14,19 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "daemon/http_request_head.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
+#include "util/tls_context.h"
 
 namespace feedd {
 namespace {
@@ -32,6 +35,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+namespace ssl = asio::ssl;
 
 // After a 413 or a malformed request the client may still be sending: read
 // and discard for a while so that closing does not reset the connection
@@ -43,7 +47,7 @@ constexpr size_t kStreamPieceBytes = 64 * 1024;  // a BodyStream's pieces, at mo
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr int kLogIntervalSeconds = 10;  // for repeated warnings
 
-class Session;
+class SessionBase;
 
 class NoObserver : public HttpServerObserver {
  public:
@@ -60,6 +64,7 @@ struct ServerState {
   size_t max_request_bytes = 0;
   size_t max_connections = 0;
   size_t max_buffered_bytes = 0;
+  bool screen_heads = false;
   std::chrono::seconds idle_timeout{0};
   std::atomic<size_t> connections{0};     // incremented on the acceptor's strand only
   std::atomic<size_t> buffered_bytes{0};  // <= max_buffered_bytes
@@ -69,7 +74,16 @@ struct ServerState {
 
   std::mutex mu;
   std::condition_variable sessions_changed;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
+
+  // HTTPS: the context new connections use (replaced by ReloadTls);
+  // nullptr when the API is plain HTTP.
+  std::mutex tls_mu;
+  std::shared_ptr<ssl::context> tls;  // GUARDED_BY(tls_mu)
+  std::shared_ptr<ssl::context> CurrentTls() {
+    std::lock_guard<std::mutex> lock(tls_mu);
+    return tls;
+  }
 
   // Takes `bytes` of the body budget; false (and nothing taken) when that
   // would exceed max_buffered_bytes.
@@ -100,18 +114,19 @@ HttpResponse ServerError(int status, std::string_view code, std::string_view mes
   return response;
 }
 
-// Answers a connection over http.max_connections and closes it, without a
-// session: the socket is new, so the short answer fits its send buffer.
-void RefuseConnection(tcp::socket socket, size_t max_connections) {
+// Answers a connection over http.max_connections (when `answer`: plain
+// HTTP; over TLS it is only closed) and closes it, without a session: the
+// socket is new, so the short answer fits its send buffer.
+void RefuseConnection(tcp::socket socket, size_t max_connections, bool answer) {
   static const std::string kBody =
       R"json({"error":{"code":"unavailable","message":"too many connections (http.max_connections)"}})json";
-  std::string answer =
+  std::string text =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
       "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
       std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
   beast::error_code ec;
   socket.non_blocking(true, ec);
-  if (!ec) socket.write_some(asio::buffer(answer), ec);
+  if (!ec && answer) socket.write_some(asio::buffer(text), ec);
   socket.shutdown(tcp::socket::shutdown_send, ec);
   socket.close(ec);
   FEEDD_LOG_EVERY_N_SEC(kWarning, "http", kLogIntervalSeconds)
@@ -119,12 +134,37 @@ void RefuseConnection(tcp::socket socket, size_t max_connections) {
       << " connections are open (http.max_connections)";
 }
 
-// One connection. Every member is used on the connection's strand only,
-// except Deliver(), Abandon() and OnServerStopping(), which post to it.
-class Session : public std::enable_shared_from_this<Session>, public ResponseSink {
+std::string PeerOf(const tcp::socket& socket) {
+  beast::error_code ec;
+  tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "";
+  return HostPort{peer.address().to_string(), peer.port()}.ToString();
+}
+
+// What the server holds of a connection, whatever its stream.
+class SessionBase : public ResponseSink {
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<ServerState> state)
-      : stream_(std::move(socket)), state_(std::move(state)) {}
+  // The server is stopping: close the connection now if it is idle.
+  virtual void OnServerStopping() = 0;
+};
+
+// One connection over `Stream`: beast::tcp_stream (HTTP) or
+// beast::ssl_stream<beast::tcp_stream> (HTTPS, which starts with the TLS
+// handshake). Every member is used on the connection's strand only, except
+// Deliver(), Abandon() and OnServerStopping(), which post to it.
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>>, public SessionBase {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(tcp::socket&& socket, std::shared_ptr<ServerState> state) requires(!kTls)
+      : peer_(PeerOf(socket)), stream_(std::move(socket)), state_(std::move(state)) {}
+  Session(tcp::socket&& socket, std::shared_ptr<ServerState> state,
+          std::shared_ptr<ssl::context> tls) requires(kTls)
+      : peer_(PeerOf(socket)),
+        tls_(std::move(tls)),
+        stream_(std::move(socket), *tls_),
+        state_(std::move(state)) {}
 
   // REQUIRES: the caller counted this connection in state->connections.
   ~Session() override {
@@ -139,11 +179,13 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   void Start() {
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      state_->sessions.emplace(this, weak_from_this());
+      state_->sessions.emplace(this, this->weak_from_this());
     }
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if (self->state_->stopping) {
         self->Close();
+      } else if constexpr (kTls) {
+        self->Handshake();
       } else {
         self->ReadHeader();
       }
@@ -165,23 +207,42 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   }
 
   // The server is stopping: close the connection now if it is idle.
-  void OnServerStopping() {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+  void OnServerStopping() override {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
       bool request_started =
           self->buffer_.size() > 0 || (self->parser_ && self->parser_->got_some());
-      if (self->phase_ == Phase::kReading && !request_started) self->stream_.cancel();
+      if (self->phase_ == Phase::kReading && !request_started) self->tcp_layer().cancel();
     });
   }
 
  private:
   enum class Phase { kReading, kHandling, kWriting, kClosing };
 
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+
+  // HTTPS: the TLS handshake, within idle_timeout. A client that fails it
+  // (plain HTTP, no or a wrong client certificate, an old protocol) is
+  // counted and closed.
+  void Handshake() {
+    tcp_layer().expires_after(state_->idle_timeout);
+    stream_.async_handshake(
+        ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+          if (!ec) return self->ReadHeader();
+          self->state_->observer->ConnectionRejected("tls_handshake");
+          FEEDD_LOG_EVERY_N_SEC(kWarning, "http", kLogIntervalSeconds)
+              << "TLS handshake with " << self->peer_ << " failed: " << ec.message();
+          self->Close();
+        });
+  }
+
   void ReadHeader() {
     phase_ = Phase::kReading;
     head_request_ = false;
     parser_.emplace();
     ConfigureRequestParser(*parser_, state_->max_request_bytes);
-    stream_.expires_after(state_->idle_timeout);
+    tcp_layer().expires_after(state_->idle_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
@@ -195,6 +256,16 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
       return Write(ServerError(ErrorCodeHttpStatus(framing.code()), ErrorCodeName(framing.code()),
                                framing.message()),
                    /*linger=*/true);
+    }
+    if (state_->screen_heads) {
+      HttpRequest head = HeadOf(request);
+      head.peer = peer_;
+      if (std::optional<HttpResponse> refusal = state_->handler->Screen(head)) {
+        keep_alive_ = request.keep_alive();
+        head_request_ = request.method() == http::verb::head;
+        // A body that is coming is never read: close after the answer.
+        return Write(std::move(*refusal), /*linger=*/!parser_->is_done());
+      }
     }
     if (std::unique_ptr<BodyStream> body_stream = StreamBodyOf(request)) {
       return StartStream(std::move(body_stream));
@@ -280,7 +351,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     body.data = piece_.data();
     body.size = piece_.size();
     body.more = true;
-    stream_.expires_after(state_->idle_timeout);
+    tcp_layer().expires_after(state_->idle_timeout);
     http::async_read_some(
         stream_, buffer_, *stream_parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -296,7 +367,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
           }
           size_t got = self->piece_.size() - self->stream_parser_->get().body().size;
           if (got == 0) return self->ReadPiece();
-          self->stream_.expires_never();
+          self->tcp_layer().expires_never();
           self->body_stream_->Consume(
               std::string_view(self->piece_.data(), got), [self](bool more) {
                 asio::post(self->stream_.get_executor(), [self, more] {
@@ -311,7 +382,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   }
 
   void EndStream(Status error) {
-    stream_.expires_never();
+    tcp_layer().expires_never();
     if (!error.ok() || stopped_reading_) keep_alive_ = false;
     std::unique_ptr<BodyStream> body_stream = std::move(body_stream_);
     try {
@@ -362,12 +433,13 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
 
   void Dispatch() {
     phase_ = Phase::kHandling;
-    stream_.expires_never();
+    tcp_layer().expires_never();
     auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
     head_request_ = message.method() == http::verb::head;
 
     HttpRequest request = ToHttpRequest(message);
+    request.peer = peer_;
     if (LogEnabled(LogLevel::kDebug)) {
       request_line_ = std::string(message.method_string()) + " " + request.target;
       started_ = std::chrono::steady_clock::now();
@@ -410,7 +482,7 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     if (head_request_) message->body().clear();  // keeps the Content-Length
     response_ = std::move(message);
 
-    stream_.expires_after(state_->idle_timeout);
+    tcp_layer().expires_after(state_->idle_timeout);
     http::async_write(stream_, *response_,
                       [self = shared_from_this(), close, linger](beast::error_code ec, size_t) {
                         self->OnWrite(ec, close, linger);
@@ -433,31 +505,38 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
     ReadHeader();
   }
 
+  // Over TLS the connection ends without close_notify: every response has
+  // its length, so a client loses nothing (and a truncation attack gains
+  // nothing).
   void Close() {
     phase_ = Phase::kClosing;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp_layer().close();
   }
 
+  // Reads and drops what the client still sends (raw bytes, below TLS).
   void LingeringClose() {
     phase_ = Phase::kClosing;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(kLingerTimeout);
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp_layer().expires_after(kLingerTimeout);
     buffer_.clear();
     Drain(0);
   }
 
   void Drain(size_t drained) {
-    stream_.async_read_some(buffer_.prepare(kLingerChunk),
-                            [self = shared_from_this(), drained](beast::error_code ec, size_t n) {
-                              if (ec || drained + n > kLingerMaxBytes) return self->stream_.close();
-                              self->Drain(drained + n);
-                            });
+    tcp_layer().async_read_some(buffer_.prepare(kLingerChunk), [self = shared_from_this(), drained](
+                                                                   beast::error_code ec, size_t n) {
+      if (ec || drained + n > kLingerMaxBytes) return self->tcp_layer().close();
+      self->Drain(drained + n);
+    });
   }
 
-  beast::tcp_stream stream_;
+  const std::string peer_;  // HOST:PORT of the client
+  // HTTPS: the context this connection was accepted with; outlives stream_.
+  const std::shared_ptr<ssl::context> tls_;
+  Stream stream_;
   std::shared_ptr<ServerState> state_;
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
@@ -532,6 +611,12 @@ class HttpServer::Impl {
     state_->max_connections = options_.max_connections;
     state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
     state_->idle_timeout = options_.idle_timeout;
+    state_->screen_heads = options_.screen_heads;
+    if (options_.tls) {
+      Result<std::shared_ptr<ssl::context>> tls = MakeServerTlsContext(*options_.tls);
+      if (!tls.ok()) return tls.status();
+      state_->tls = std::move(*tls);
+    }
 
     work_.emplace(ioc_.get_executor());
     Accept();
@@ -548,6 +633,15 @@ class HttpServer::Impl {
 
   int64_t in_flight_requests() const { return state_->in_flight.load(); }
 
+  Status ReloadTls() {
+    if (!options_.tls) return Status::Ok();
+    Result<std::shared_ptr<ssl::context>> tls = MakeServerTlsContext(*options_.tls);
+    if (!tls.ok()) return tls.status();
+    std::lock_guard<std::mutex> lock(state_->tls_mu);
+    state_->tls = std::move(*tls);
+    return Status::Ok();
+  }
+
   void Stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
@@ -559,7 +653,7 @@ class HttpServer::Impl {
     });
     state_->handler->OnServerStopping();
 
-    std::vector<std::shared_ptr<Session>> sessions;
+    std::vector<std::shared_ptr<SessionBase>> sessions;
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       for (auto& [_, weak] : state_->sessions) {
@@ -618,16 +712,23 @@ class HttpServer::Impl {
       });
       return;
     }
+    std::shared_ptr<ssl::context> tls = state_->CurrentTls();
     if (state_->connections.load() >= state_->max_connections) {
       state_->observer->ConnectionRejected("max_connections");
-      RefuseConnection(std::move(socket), state_->max_connections);
+      RefuseConnection(std::move(socket), state_->max_connections, /*answer=*/tls == nullptr);
       return Accept();
     }
     ++state_->connections;
     state_->observer->ConnectionsChanged(1);
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<Session>(std::move(socket), state_)->Start();
+    if (tls) {
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(socket), state_,
+                                                                      std::move(tls))
+          ->Start();
+    } else {
+      std::make_shared<Session<beast::tcp_stream>>(std::move(socket), state_)->Start();
+    }
     Accept();
   }
 
@@ -653,6 +754,8 @@ boost::asio::io_context& HttpServer::io_context() { return impl_->io_context(); 
 Status HttpServer::Listen() { return impl_->Listen(); }
 
 Status HttpServer::Start(HttpHandler* handler) { return impl_->Start(handler); }
+
+Status HttpServer::ReloadTls() { return impl_->ReloadTls(); }
 
 std::string HttpServer::bound_address() const { return impl_->bound_address(); }
 

@@ -8,7 +8,9 @@
 //   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
-//   response when the Responder is completed, from whatever thread.
+//   response when the Responder is completed, from whatever thread. With
+//   screen_heads the handler's Screen() sees the head first and may refuse
+//   the request before its body is read.
 //   A connection idle for idle_timeout is closed.
 //   When the handler's StreamBody() returns a BodyStream for a request head,
 //   the body is not buffered: it is read in pieces of at most 64 KiB, each
@@ -17,9 +19,16 @@
 //   holds). A stream that stops early gets its answer sent and the rest of
 //   the body drained for a moment before the connection is closed.
 //
+// HTTPS (HttpServerOptions::tls): every connection starts with a TLS
+//   handshake (util/tls_context.h: TLS >= 1.2, Mozilla intermediate), within
+//   idle_timeout; one that fails (plain HTTP, a missing or untrusted client
+//   certificate) is closed and counted as ConnectionRejected("tls_handshake").
+//   ReloadTls() reads the files again for the connections accepted after it;
+//   open ones keep the context they started with.
+//
 // Limits (docs/api.md, "Limits")
 //   - max_connections: a connection accepted beyond it is answered 503
-//     `unavailable` (Retry-After: 1) and closed at once.
+//     `unavailable` (Retry-After: 1) and closed at once (over TLS: closed).
 //   - max_buffered_bytes: request bodies held by all connections together,
 //     counted from the Content-Length when the header arrives (what the body
 //     buffer reserves) or as a chunked body grows, and released when the
@@ -50,12 +59,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "daemon/host_port.h"
 #include "daemon/http_handler.h"
 #include "util/status.h"
+#include "util/tls_context.h"
 
 namespace boost::asio {
 class io_context;
@@ -70,7 +81,8 @@ class HttpServerObserver {
   virtual ~HttpServerObserver() = default;
   // Open connections went up or down by `delta`.
   virtual void ConnectionsChanged(int64_t delta) = 0;
-  // A connection was not served: "max_connections" or "accept_error".
+  // A connection was not served: "max_connections", "accept_error" or
+  // "tls_handshake".
   virtual void ConnectionRejected(std::string_view reason) = 0;
   // Buffered request body bytes went up or down by `delta`.
   virtual void BufferedBytesChanged(int64_t delta) = 0;
@@ -87,6 +99,12 @@ struct HttpServerOptions {
   size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
   std::chrono::seconds idle_timeout{60};
   std::chrono::seconds shutdown_grace{10};
+  // Ask the handler to screen each request head (HttpHandler::Screen) before
+  // reading its body: set when authentication is on, so that a client
+  // without a token cannot make the server hold its body.
+  bool screen_heads = false;
+  // HTTPS with these files; nullopt = plain HTTP.
+  std::optional<TlsServerFiles> tls;
   // Not owned; nullptr reports nothing. Must outlive the server.
   HttpServerObserver* observer = nullptr;
 };
@@ -108,7 +126,11 @@ class HttpServer {
   Status Listen();
   // Binds (unless Listen() did) and starts serving with `handler` (not
   // owned; must outlive the server's threads, i.e. until Stop() returns).
+  // Fails with invalid_request when the TLS files cannot be loaded.
   Status Start(HttpHandler* handler);
+  // HTTPS: loads the TLS files again for new connections. On failure the
+  // previous context stays in use. No-op for plain HTTP. Any thread.
+  Status ReloadTls();
   // The address actually bound, e.g. "127.0.0.1:41234". REQUIRES: Listen()
   // or Start() ok.
   std::string bound_address() const;

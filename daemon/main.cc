@@ -1,23 +1,30 @@
 // feedd: the change-feed document-store daemon.
 //
-// Start-up: configuration (daemon/options.h); the API and metrics ports are
-// bound before storage opens (a taken port fails start-up without touching
-// the data directory); storage, Kafka, processors; the API serves; then the
-// --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
-// then storage) and exit 0; a second signal while stopping kills it at once.
+// Start-up: configuration (daemon/options.h) and the tokens file; the API
+// and metrics ports are bound before storage opens (a taken port fails
+// start-up without touching the data directory); storage, Kafka, processors;
+// the API serves; then the --ready-file. SIGTERM/SIGINT stop it in reverse
+// order (HTTP gracefully, then storage) and exit 0; a second signal while
+// stopping kills it at once. SIGHUP reloads auth.tokens_file and the TLS
+// certificate and key; a reload that fails keeps what was loaded before and
+// logs why.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "daemon/api_router.h"
+#include "daemon/auth_handler.h"
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
@@ -81,7 +88,29 @@ HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* ob
   options.idle_timeout = std::chrono::seconds(config.http_idle_timeout_seconds);
   options.shutdown_grace = std::chrono::seconds(config.http_shutdown_grace_seconds);
   options.observer = observer;
+  options.screen_heads = !config.auth_tokens_file.empty();
+  if (!config.http_tls_cert_file.empty()) {
+    options.tls = TlsServerFiles{config.http_tls_cert_file, config.http_tls_key_file,
+                                 config.http_tls_client_ca_file};
+  }
   return options;
+}
+
+// The tokens of auth.tokens_file, or nullptr when it is not set.
+Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config) {
+  if (config.auth_tokens_file.empty()) return std::shared_ptr<const TokenSet>();
+  Result<TokenSet> tokens = LoadTokensFile(config.auth_tokens_file);
+  if (!tokens.ok()) return tokens.status();
+  return std::make_shared<const TokenSet>(std::move(*tokens));
+}
+
+// The TLS files of http.tls_*, loaded once to report a bad certificate or
+// key as a configuration error (exit 2) before anything starts.
+Status CheckTlsFiles(const DaemonConfig& config) {
+  if (config.http_tls_cert_file.empty()) return Status::Ok();
+  Result<std::shared_ptr<boost::asio::ssl::context>> tls =
+      MakeServerTlsContext(*HttpOptions(config, nullptr).tls);
+  return tls.status();
 }
 
 }  // namespace
@@ -90,10 +119,29 @@ namespace {
 
 int Run(const DaemonConfig& config) {
   // Installed before anything starts, so a signal during start-up is not
-  // lost: it stops the daemon as soon as it serves.
+  // lost: it stops the daemon (or reloads) as soon as it serves.
   boost::asio::io_context signal_io(1);
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
   std::signal(SIGPIPE, SIG_IGN);
+
+  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
+  if (!tokens.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << tokens.status().message();
+    return kExitBadConfig;
+  }
+  if (Status tls = CheckTlsFiles(config); !tls.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load the TLS files (http.tls_*): " << tls.message();
+    return kExitBadConfig;
+  }
+  if (*tokens) {
+    FEEDD_LOG(kInfo, "main") << "authentication on: " << (*tokens)->size() << " token(s) from "
+                             << config.auth_tokens_file;
+  } else if (config.auth_allow_unauthenticated) {
+    FEEDD_LOG(kWarning, "main") << "no auth.tokens_file and auth.allow_unauthenticated = true: "
+                                   "anyone who can reach "
+                                << config.http_listen.ToString() << " may read, write and "
+                                << "administer everything";
+  }
 
   FEEDD_LOG(kInfo, "main") << "feedd " << FEEDD_VERSION << " starting: instance "
                            << config.instance_name << ", data in " << config.store.data_dir << ", "
@@ -103,6 +151,10 @@ int Run(const DaemonConfig& config) {
   // Both ports first: a taken one stops start-up before the data directory
   // is opened (and locked). API connections wait in the backlog until the
   // API serves; /metrics serves the registry at once.
+  // /metrics' basic authentication (metrics.authenticate) asks the API's
+  // AuthHandler once it exists, and refuses until then. Declared before
+  // `metrics`, which uses it until it stops.
+  std::atomic<const AuthHandler*> metrics_auth{nullptr};
   MetricsServer metrics;
   HttpProbe http_probe(metrics.registry());
   // Before the server: an import's last callbacks may run as its
@@ -113,8 +165,16 @@ int Run(const DaemonConfig& config) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
     return kExitStartupFailure;
   }
+  MetricsServer::BasicAuth metrics_basic_auth;
+  if (config.metrics_authenticate) {
+    metrics_basic_auth = [&metrics_auth](const std::string& user, const std::string& password) {
+      const AuthHandler* auth = metrics_auth.load();
+      return auth != nullptr && auth->Authenticates(user, password);
+    };
+  }
   Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms));
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms),
+      std::move(metrics_basic_auth));
   if (!metrics_address.ok()) {
     FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
     return kExitStartupFailure;
@@ -214,7 +274,15 @@ int Run(const DaemonConfig& config) {
   router_options.import_max_concurrent = config.import_max_concurrent;
   router_options.import_probe = &import_probe;
   ApiRouter router(store.get(), router_options, http.io_context());
-  MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
+  // Authentication inside the metering, so refusals count as requests too.
+  std::optional<AuthHandler> auth;
+  HttpHandler* served = &router;
+  if (*tokens) {
+    auth.emplace(&router, &ApiRouter::AccessOf, *tokens, &http_probe);
+    served = &*auth;
+    metrics_auth = &*auth;
+  }
+  MeteredHandler metered_router(served, &http_probe, &ApiRouter::RouteTemplate);
 
   // Reverse order of start-up. The store goes before the router and the
   // server: its callbacks reference both. Running rebuilds and verifies are
@@ -243,7 +311,10 @@ int Run(const DaemonConfig& config) {
     return kExitStartupFailure;
   }
   std::string api = http.bound_address();
-  FEEDD_LOG(kInfo, "main") << "api listening on " << api;
+  FEEDD_LOG(kInfo, "main") << "api listening on " << api
+                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
+                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
+                                                                        : " (HTTPS, mTLS)");
 
   // The exposer holds collectables weakly: this one lives until the end.
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
@@ -263,10 +334,41 @@ int Run(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "ready";
   notifier.Ready("serving, api on " + api);
 
+  auto reload = [&] {
+    if (!config.http_tls_cert_file.empty()) {
+      if (Status s = http.ReloadTls(); !s.ok()) {
+        FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate, keeping the one "
+                                     "loaded before: "
+                                  << s.message();
+      } else {
+        FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate "
+                                 << config.http_tls_cert_file << " for new connections";
+      }
+    }
+    if (!auth) return;
+    Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
+    if (!reloaded.ok()) {
+      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
+                                   "loaded before: "
+                                << reloaded.status().message();
+      return;
+    }
+    FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
+                             << config.auth_tokens_file;
+    auth->SetTokens(std::move(*reloaded));
+  };
   int signal_number = 0;
-  signals.async_wait([&](const boost::system::error_code& ec, int number) {
-    if (!ec) signal_number = number;
-  });
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int number) {
+        if (ec) return;
+        if (number != SIGHUP) {
+          signal_number = number;
+          return;
+        }
+        reload();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
   signal_io.run();
   signals.clear();  // default dispositions again: a second signal kills at once
 
@@ -310,6 +412,15 @@ int main(int argc, char** argv) {
     }
   }
   if (flags.check_config) {
+    if (feedd::Result<std::shared_ptr<const feedd::TokenSet>> tokens = feedd::LoadTokens(*config);
+        !tokens.ok()) {
+      std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
+      return feedd::kExitBadConfig;
+    }
+    if (feedd::Status tls = feedd::CheckTlsFiles(*config); !tls.ok()) {
+      std::cerr << "feedd: cannot load the TLS files (http.tls_*): " << tls.message() << "\n";
+      return feedd::kExitBadConfig;
+    }
     if (config->processors_enabled) {
       feedd::Status s = feedd::ProcessorManager::Validate(feedd::ProcessorSettingsOf(*config),
                                                           config->store.containers,

@@ -89,7 +89,8 @@ std::function<void(const std::string&, double)> MetricsServer::ViewCommitObserve
 }
 
 Result<std::string> MetricsServer::Start(const HostPort& listen,
-                                         std::chrono::milliseconds request_timeout) {
+                                         std::chrono::milliseconds request_timeout,
+                                         BasicAuth auth) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", listen.ToString(), "num_threads", std::to_string(kServingThreads),
@@ -99,6 +100,7 @@ Result<std::string> MetricsServer::Start(const HostPort& listen,
                   "cannot serve metrics on " + listen.ToString() + ": " + ListenError(listen));
   }
   exposer_->RegisterCollectable(registry_);
+  if (auth) exposer_->RegisterAuth(std::move(auth), "feedd", "/metrics");
   std::vector<int> ports = exposer_->GetListeningPorts();
   HostPort bound = listen;
   if (!ports.empty()) bound.port = static_cast<uint16_t>(ports.front());

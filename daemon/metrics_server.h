@@ -35,11 +35,18 @@ class MetricsServer {
   // ProcessorManager::Create's on_view_committed.
   std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
 
+  // Checks HTTP basic authentication (user, password) of a /metrics request;
+  // called on the serving threads.
+  using BasicAuth = std::function<bool(const std::string& user, const std::string& password)>;
+
   // Binds `listen` and serves the registry there, dropping a client after
   // `request_timeout` without progress; returns the bound HOST:PORT. Fails
   // with `unavailable` naming the cause (e.g. "Address already in use").
   // Called before storage opens, so a taken port stops start-up first.
-  Result<std::string> Start(const HostPort& listen, std::chrono::milliseconds request_timeout);
+  // With `auth`, a request without credentials it accepts is answered 401
+  // with `WWW-Authenticate: Basic realm="feedd"`.
+  Result<std::string> Start(const HostPort& listen, std::chrono::milliseconds request_timeout,
+                            BasicAuth auth = nullptr);
   // Serves `state` too (a collector of what starts after Start(): the store,
   // the publisher, processors). REQUIRES: Start() ok.
   void AddCollectable(std::shared_ptr<prometheus::Collectable> state);

@@ -238,6 +238,37 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 64 * 1024 * kMiB, &c.http_max_buffered_bytes);
      }},
+    {"http.tls_cert_file", "",
+     "PEM certificate chain (leaf first): with http.tls_key_file the API speaks HTTPS only "
+     "(TLS >= 1.2). Reloaded on SIGHUP",
+     [](std::string_view v, DaemonConfig& c) {
+       c.http_tls_cert_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"http.tls_key_file", "", "PEM private key of http.tls_cert_file. Reloaded on SIGHUP",
+     [](std::string_view v, DaemonConfig& c) {
+       c.http_tls_key_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"http.tls_client_ca_file", "",
+     "PEM CAs: HTTPS clients must present a certificate they sign (mTLS)",
+     [](std::string_view v, DaemonConfig& c) {
+       c.http_tls_client_ca_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"auth.tokens_file", "",
+     "bearer tokens and their roles, one 'NAME ROLE sha256:HEX' a line; the API then answers "
+     "only requests with a known token (docs/security.md). Reloaded on SIGHUP",
+     [](std::string_view v, DaemonConfig& c) {
+       c.auth_tokens_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"auth.allow_unauthenticated", "false",
+     "serve the API without auth.tokens_file on a non-loopback http.listen (anyone who can "
+     "reach it may do anything)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseBool(v, &c.auth_allow_unauthenticated);
+     }},
     {"import.batch_mb", "4",
      "a bulk import writes its items in WriteBatches of about this many MiB (1..256)",
      [](std::string_view v, DaemonConfig& c) {
@@ -259,6 +290,10 @@ const OptionSpec kOptions[] = {
      }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
+    {"metrics.authenticate", "false",
+     "with auth.tokens_file: /metrics needs HTTP basic authentication, user a token's NAME "
+     "and password its secret (any role)",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.metrics_authenticate); }},
     {"metrics.request_timeout_ms", "3000",
      "the metrics server drops a client that sends or reads nothing for this long (100..600000)",
      [](std::string_view v, DaemonConfig& c) {
@@ -365,6 +400,29 @@ const OptionSpec kOptions[] = {
        Result<HostPort> parsed = ParseApiAddress(v);
        if (parsed.ok()) c.worker_api = parsed->ToString();
        return parsed.status();
+     }},
+    {"worker.token_file", "",
+     "feedd worker: file whose first line is the bearer token sent to worker.api (else "
+     "$FEEDD_TOKEN_FILE, else $FEEDD_TOKEN)",
+     [](std::string_view v, DaemonConfig& c) {
+       c.worker_token_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"worker.tls_ca_file", "",
+     "feedd worker: PEM CAs of the API's certificate; set, the worker speaks HTTPS",
+     [](std::string_view v, DaemonConfig& c) {
+       c.worker_tls_ca_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"worker.tls_cert_file", "", "feedd worker: PEM client certificate for an mTLS API",
+     [](std::string_view v, DaemonConfig& c) {
+       c.worker_tls_cert_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"worker.tls_key_file", "", "feedd worker: PEM key of worker.tls_cert_file",
+     [](std::string_view v, DaemonConfig& c) {
+       c.worker_tls_key_file = std::string(v);
+       return Status::Ok();
      }},
     {"worker.processors", "",
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
@@ -580,6 +638,27 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
                        std::to_string(config->http_max_buffered_bytes) +
                        " is less than http.max_request_bytes (" +
                        std::to_string(config->http_max_request_bytes) + ")");
+  }
+  if (config->http_tls_cert_file.empty() != config->http_tls_key_file.empty()) {
+    return ConfigError(
+        "invalid value for http.tls_key_file: http.tls_cert_file and "
+        "http.tls_key_file go together (both set: HTTPS; neither: HTTP)");
+  }
+  if (!config->http_tls_client_ca_file.empty() && config->http_tls_cert_file.empty()) {
+    return ConfigError(
+        "invalid value for http.tls_client_ca_file: client certificates need "
+        "HTTPS (http.tls_cert_file and http.tls_key_file)");
+  }
+  if (config->metrics_authenticate && config->auth_tokens_file.empty()) {
+    return ConfigError("invalid value for metrics.authenticate: true needs auth.tokens_file");
+  }
+  if (config->auth_tokens_file.empty() && !config->auth_allow_unauthenticated &&
+      !IsLoopbackHost(config->http_listen.host)) {
+    return ConfigError("invalid value for http.listen: " + config->http_listen.ToString() +
+                       " is not a loopback address, and without auth.tokens_file anyone who "
+                       "reaches it may read, write and administer everything; set "
+                       "auth.tokens_file (docs/security.md) or, to serve it open, "
+                       "auth.allow_unauthenticated = true");
   }
   if (config->http_listen.port != 0 && config->http_listen.port == config->metrics_listen.port &&
       config->http_listen.host == config->metrics_listen.host) {

@@ -50,6 +50,17 @@ struct DaemonConfig {
   uint32_t http_shutdown_grace_seconds = 0;
   uint32_t http_max_connections = 0;
   uint64_t http_max_buffered_bytes = 0;
+  // http.tls_*: HTTPS when the certificate and key are set (both or
+  // neither); a client CA file asks clients for certificates (mTLS).
+  std::string http_tls_cert_file;
+  std::string http_tls_key_file;
+  std::string http_tls_client_ca_file;
+
+  // auth.*: bearer tokens (docs/security.md). Without a tokens file the API
+  // is open, which only a loopback http.listen allows unless
+  // auth_allow_unauthenticated.
+  std::string auth_tokens_file;  // "" = no authentication
+  bool auth_allow_unauthenticated = false;
 
   // import.*: bulk imports (daemon/import_stream.h).
   uint64_t import_batch_bytes = 0;
@@ -57,6 +68,7 @@ struct DaemonConfig {
   uint32_t import_max_concurrent = 0;
 
   HostPort metrics_listen;
+  bool metrics_authenticate = false;  // basic authentication with the tokens
   uint32_t metrics_request_timeout_ms = 0;
 
   LogLevel log_level = LogLevel::kInfo;
@@ -79,6 +91,12 @@ struct DaemonConfig {
   // processors to run ("" = those with run = worker), and where to serve
   // the worker's metrics.
   std::string worker_api;
+  // How the worker reaches the API: its bearer token (ClientBearerToken) and,
+  // for HTTPS, the CA file (required) and a client certificate (mTLS).
+  std::string worker_token_file;
+  std::string worker_tls_ca_file;
+  std::string worker_tls_cert_file;
+  std::string worker_tls_key_file;
   std::vector<std::string> worker_processors;
   HostPort worker_metrics_listen;
   bool worker_verify = false;  // check the views and exit

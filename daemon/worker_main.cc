@@ -16,6 +16,7 @@
 #include "util/http_client.h"
 #include "util/json_parse.h"
 #include "util/logging.h"
+#include "util/tls_context.h"
 
 namespace feedd {
 namespace {
@@ -43,6 +44,24 @@ Result<std::string> EmbeddedBootstrap(HttpClient& client) {
   return std::string(bootstrap->as_string());
 }
 
+// The worker's token and TLS context for worker.api.
+Result<HttpClientSecurity> ApiSecurity(const DaemonConfig& config) {
+  HttpClientSecurity security;
+  Result<std::string> token = ClientBearerToken(config.worker_token_file);
+  if (!token.ok()) return token.status();
+  security.bearer_token = std::move(*token);
+  if (!config.worker_tls_ca_file.empty()) {
+    auto tls = MakeClientTlsContext(TlsClientFiles{
+        config.worker_tls_ca_file, config.worker_tls_cert_file, config.worker_tls_key_file});
+    if (!tls.ok()) return tls.status();
+    security.tls = std::move(*tls);
+  } else if (!config.worker_tls_cert_file.empty()) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "worker.tls_cert_file needs worker.tls_ca_file (HTTPS)");
+  }
+  return security;
+}
+
 }  // namespace
 
 int RunWorker(const DaemonConfig& config) {
@@ -65,12 +84,26 @@ int RunWorker(const DaemonConfig& config) {
     FEEDD_LOG(kError, "worker") << "feedd worker consumes Kafka, but kafka.brokers = none";
     return finish(kExitBadConfig);
   }
+  Result<HttpClientSecurity> security = ApiSecurity(config);
+  if (!security.ok()) {
+    FEEDD_LOG(kError, "worker") << security.status().message();
+    return finish(kExitBadConfig);
+  }
   FEEDD_LOG(kInfo, "worker") << "feedd worker " << FEEDD_VERSION << " starting; daemon at "
-                             << config.worker_api;
+                             << (security->tls ? "https://" : "http://") << config.worker_api
+                             << (security->bearer_token.empty() ? "" : " with a bearer token");
   // The daemon may start after us (or restart): wait for it.
-  HttpClient client(config.worker_api, std::chrono::seconds(10));
+  HttpClient client(config.worker_api, std::chrono::seconds(10), *security);
   Result<std::vector<ContainerSpec>> containers = FetchContainers(client);
   for (int attempt = 0; !containers.ok() && !stop; ++attempt) {
+    // A token the daemon refuses will not become right by waiting.
+    if (containers.status().code() == ErrorCode::kUnauthorized ||
+        containers.status().code() == ErrorCode::kForbidden) {
+      FEEDD_LOG(kError, "worker") << "the daemon refuses the worker's token "
+                                     "(worker.token_file, $FEEDD_TOKEN_FILE, $FEEDD_TOKEN): "
+                                  << containers.status().ToString();
+      return finish(kExitBadConfig);
+    }
     if (attempt % 10 == 0) {
       FEEDD_LOG(kWarning, "worker") << "waiting for the daemon: " << containers.status().ToString();
     }
@@ -92,6 +125,7 @@ int RunWorker(const DaemonConfig& config) {
   MetricsServer metrics;
   WorkerOptions options;
   options.api = config.worker_api;
+  options.api_security = *security;
   options.kafka =
       KafkaConsumerConfig{bootstrap, config.kafka.topic_prefix, config.kafka.properties};
   auto created =

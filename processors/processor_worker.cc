@@ -113,7 +113,7 @@ class ProcessorWorker::Impl {
   const std::string& name() const { return config_.name; }
 
   Result<std::vector<std::string>> Verify() {
-    HttpClient client(options_.api, options_.http_timeout);
+    HttpClient client(options_.api, options_.http_timeout, options_.api_security);
     HttpViewContext ctx(&client, &containers_, 0);  // Verify() writes nothing
     std::vector<std::string> differences;
     if (Status s = kind_->Verify(ctx, &differences); !s.ok()) return s;
@@ -195,7 +195,8 @@ class ProcessorWorker::Impl {
   HttpClient* LeaseClient() {
     std::lock_guard<std::mutex> lock(clients_mutex_);
     if (idle_clients_.empty()) {
-      all_clients_.push_back(std::make_unique<HttpClient>(options_.api, options_.http_timeout));
+      all_clients_.push_back(
+          std::make_unique<HttpClient>(options_.api, options_.http_timeout, options_.api_security));
       return all_clients_.back().get();
     }
     HttpClient* client = idle_clients_.back();
@@ -516,7 +517,7 @@ class ProcessorWorker::Impl {
   // answer of an unexpected shape is an error.
   Result<Lsn> CatchUpOnce(const std::string& topic, int32_t partition, Lsn from_lsn) {
     const std::string container = topic.substr(options_.kafka.topic_prefix.size());
-    HttpClient client(options_.api, options_.http_timeout);
+    HttpClient client(options_.api, options_.http_timeout, options_.api_security);
     auto info = client.Send("GET", "/v1/feed");
     if (!info.ok()) return info.status();
     if (Status s = StatusOfReply(*info); !s.ok()) return s;

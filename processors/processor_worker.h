@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "processors/processor_instance.h"
+#include "util/http_client.h"
 
 namespace feedd {
 
@@ -54,7 +55,8 @@ struct KafkaConsumerConfig {
 };
 
 struct WorkerOptions {
-  std::string api;  // HOST:PORT of the daemon's HTTP API
+  std::string api;                  // HOST:PORT of the daemon's HTTP API
+  HttpClientSecurity api_security;  // its token and TLS (docs/security.md)
   KafkaConsumerConfig kafka;
   std::chrono::milliseconds http_timeout{10000};
   // How long a revoked partition may take to finish its in-flight changes

@@ -8,6 +8,9 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   librocksdb-dev librdkafka-dev prometheus-cpp-dev libsystemd-dev libjemalloc-dev
+  # TLS on the API and SHA-256 of bearer tokens; the openssl command makes
+  # the certificates of the TLS tests
+  libssl-dev openssl
   libgtest-dev libgmock-dev
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer
   # runtimes, llvm-symbolizer for readable stack traces

@@ -3,9 +3,14 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/json.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 
 #include "util/json_parse.h"
 
@@ -20,43 +25,69 @@ constexpr size_t kMaxReplyBytes = 256u << 20;
 
 }  // namespace
 
-// One TCP connection driven synchronously: each operation runs the
-// io_context until it completes or the deadline closes the socket.
+// One TCP connection, TLS or not, driven synchronously: each operation runs
+// the io_context until it completes or the deadline closes the socket.
 class HttpClient::Connection {
  public:
-  explicit Connection(std::chrono::milliseconds timeout) : timeout_(timeout), stream_(io_) {}
+  Connection(std::chrono::milliseconds timeout, boost::asio::ssl::context* tls)
+      : timeout_(timeout) {
+    if (tls != nullptr) {
+      tls_.emplace(io_, *tls);
+    } else {
+      plain_.emplace(io_);
+    }
+  }
 
   boost::system::error_code Connect(const std::string& host, const std::string& port) {
     tcp::resolver resolver(io_);
     boost::system::error_code ec;
     auto endpoints = resolver.resolve(host, port, ec);
     if (ec) return ec;
-    stream_.expires_after(timeout_);
-    stream_.async_connect(endpoints,
-                          [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
+    tcp_stream().expires_after(timeout_);
+    tcp_stream().async_connect(endpoints,
+                               [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
     Run();
-    if (!ec) stream_.socket().set_option(tcp::no_delay(true), ec);
+    if (!ec) tcp_stream().socket().set_option(tcp::no_delay(true), ec);
+    if (ec || !tls_) return ec;
+    // SNI for a DNS name (never for an address literal, RFC 6066 3).
+    boost::system::error_code not_an_address;
+    boost::asio::ip::make_address(host, not_an_address);
+    if (not_an_address && SSL_set_tlsext_host_name(tls_->native_handle(), host.c_str()) != 1) {
+      return boost::asio::error::invalid_argument;
+    }
+    tls_->set_verify_callback(boost::asio::ssl::host_name_verification(host));
+    tcp_stream().expires_after(timeout_);
+    tls_->async_handshake(boost::asio::ssl::stream_base::client,
+                          [&](boost::system::error_code e) { ec = e; });
+    Run();
     return ec;
   }
 
   boost::system::error_code Exchange(http::request<http::string_body>& request,
                                      http::response<http::string_body>* response) {
+    return tls_ ? Exchange(*tls_, request, response) : Exchange(*plain_, request, response);
+  }
+
+ private:
+  template <typename Stream>
+  boost::system::error_code Exchange(Stream& stream, http::request<http::string_body>& request,
+                                     http::response<http::string_body>* response) {
     boost::system::error_code ec;
-    stream_.expires_after(timeout_);
-    http::async_write(stream_, request, [&](boost::system::error_code e, size_t) { ec = e; });
+    tcp_stream().expires_after(timeout_);
+    http::async_write(stream, request, [&](boost::system::error_code e, size_t) { ec = e; });
     Run();
     if (ec) return ec;
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxReplyBytes);
-    stream_.expires_after(timeout_);
-    http::async_read(stream_, buffer_, parser,
-                     [&](boost::system::error_code e, size_t) { ec = e; });
+    tcp_stream().expires_after(timeout_);
+    http::async_read(stream, buffer_, parser, [&](boost::system::error_code e, size_t) { ec = e; });
     Run();
     if (!ec) *response = parser.release();
     return ec;
   }
 
- private:
+  beast::tcp_stream& tcp_stream() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+
   void Run() {
     io_.restart();
     io_.run();
@@ -64,12 +95,38 @@ class HttpClient::Connection {
 
   const std::chrono::milliseconds timeout_;
   boost::asio::io_context io_;
-  beast::tcp_stream stream_;
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
   beast::flat_buffer buffer_;
 };
 
-HttpClient::HttpClient(std::string address, std::chrono::milliseconds timeout)
-    : address_(std::move(address)), timeout_(timeout) {}
+Result<std::string> ClientBearerToken(const std::string& token_file) {
+  std::string path = token_file;
+  if (path.empty()) {
+    if (const char* from_env = std::getenv("FEEDD_TOKEN_FILE"); from_env && *from_env) {
+      path = from_env;
+    } else if (const char* token = std::getenv("FEEDD_TOKEN"); token != nullptr) {
+      return std::string(token);
+    } else {
+      return std::string();
+    }
+  }
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return Status(ErrorCode::kInvalidRequest, "cannot read a token from " + path);
+  }
+  size_t begin = line.find_first_not_of(" \t\r");
+  size_t end = line.find_last_not_of(" \t\r");
+  if (begin == std::string::npos) {
+    return Status(ErrorCode::kInvalidRequest, "the first line of " + path + " is empty");
+  }
+  return line.substr(begin, end - begin + 1);
+}
+
+HttpClient::HttpClient(std::string address, std::chrono::milliseconds timeout,
+                       HttpClientSecurity security)
+    : address_(std::move(address)), timeout_(timeout), security_(std::move(security)) {}
 
 HttpClient::~HttpClient() = default;
 
@@ -82,6 +139,9 @@ Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view tar
   http::request<http::string_body> request(verb, target, 11);
   request.set(http::field::host, address_);
   request.keep_alive(true);
+  if (!security_.bearer_token.empty()) {
+    request.set(http::field::authorization, "Bearer " + security_.bearer_token);
+  }
   if (!body.empty()) {
     request.set(http::field::content_type, "application/json");
     request.body().assign(body);
@@ -101,7 +161,7 @@ Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view tar
   for (int attempt = 0; attempt < 2; ++attempt) {
     const bool reused = connection_ != nullptr;
     if (!reused) {
-      connection_ = std::make_unique<Connection>(timeout_);
+      connection_ = std::make_unique<Connection>(timeout_, security_.tls.get());
       ec = connection_->Connect(host, address_.substr(colon + 1));
       if (ec) break;
     }
@@ -112,8 +172,9 @@ Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view tar
   }
   if (ec) {
     connection_.reset();
-    return Status(ErrorCode::kUnavailable, std::string(method) + " http://" + address_ +
-                                               std::string(target) + ": " + ec.message());
+    return Status(ErrorCode::kUnavailable,
+                  std::string(method) + (security_.tls ? " https://" : " http://") + address_ +
+                      std::string(target) + ": " + ec.message());
   }
   if (!response.keep_alive()) connection_.reset();
   HttpReply reply;

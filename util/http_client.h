@@ -1,6 +1,11 @@
 // HttpClient: a blocking HTTP/1.1 client with one kept-alive connection, for
 // the programs that talk to a running feedd (feedd worker, feedctl).
 //
+// With HttpClientSecurity::tls the connection is HTTPS: the server's
+// certificate must chain to the context's CAs and name the HOST of the
+// address (a DNS name or an IP address in its subjectAltName). A bearer
+// token, when given, goes with every request (docs/security.md).
+//
 // Every call is bounded by the timeout given to the constructor. A request
 // that fails on a reused connection (the server closed it while idle) is
 // sent once more on a new one; any other failure is returned as
@@ -16,7 +21,24 @@
 
 #include "util/status.h"
 
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
 namespace feedd {
+
+struct HttpClientSecurity {
+  std::string bearer_token;  // sent as "Authorization: Bearer <token>"; "" = none
+  // HTTPS with this context (util/tls_context.h); nullptr = plain HTTP.
+  std::shared_ptr<boost::asio::ssl::context> tls;
+};
+
+// The bearer token a client program sends: the first line of `token_file`
+// (spaces and tabs trimmed) when it is not empty, else that of the file
+// named by $FEEDD_TOKEN_FILE, else $FEEDD_TOKEN, else "" (none). Never a
+// command-line argument, which `ps` shows. Fails (invalid_request) naming
+// the file when it cannot be read or its first line is empty.
+Result<std::string> ClientBearerToken(const std::string& token_file);
 
 struct HttpReply {
   int status = 0;
@@ -26,7 +48,8 @@ struct HttpReply {
 class HttpClient {
  public:
   // `address` is HOST:PORT.
-  HttpClient(std::string address, std::chrono::milliseconds timeout);
+  HttpClient(std::string address, std::chrono::milliseconds timeout,
+             HttpClientSecurity security = {});
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -42,6 +65,7 @@ class HttpClient {
   class Connection;
   std::string address_;
   std::chrono::milliseconds timeout_;
+  HttpClientSecurity security_;
   std::unique_ptr<Connection> connection_;
 };
 

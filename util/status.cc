@@ -72,6 +72,10 @@ CodeInfo Info(ErrorCode code) {
       return {"insufficient_storage", 507};
     case ErrorCode::kCancelled:
       return {"cancelled", 409};
+    case ErrorCode::kUnauthorized:
+      return {"unauthorized", 401};
+    case ErrorCode::kForbidden:
+      return {"forbidden", 403};
   }
   return {"internal", 500};
 }
@@ -81,7 +85,7 @@ CodeInfo Info(ErrorCode code) {
 std::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(ErrorCode::kCancelled); ++i) {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::kForbidden); ++i) {
     if (Info(static_cast<ErrorCode>(i)).name == name) return static_cast<ErrorCode>(i);
   }
   return ErrorCode::kInternal;

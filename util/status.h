@@ -53,6 +53,8 @@ enum class ErrorCode {
   kNotImplemented,       // 501: e.g. a transfer coding other than chunked
   kInsufficientStorage,  // 507: the disk is below its free-space reserve
   kCancelled,            // 409: a job was cancelled before it finished
+  kUnauthorized,         // 401: no bearer token, a malformed one, or one not in auth.tokens_file
+  kForbidden,            // 403: the token's role may not use the route
 };
 
 // The stable snake_case name of `code`, e.g. "partition_key_mismatch".

@@ -90,7 +90,7 @@ class DaemonError(AssertionError):
 class FeeddDaemon:
     """One feedd process (and its restarts) on one temporary data directory."""
 
-    def __init__(self, extra_args=(), sync=False, config=None, name="feedd"):
+    def __init__(self, extra_args=(), sync=False, config=None, name="feedd", ssl_context=None):
         self.binary = feedd_binary()
         self.name = name
         self.workdir = tempfile.mkdtemp(prefix="feedd-it-")
@@ -102,6 +102,7 @@ class FeeddDaemon:
         self.config = config
         self.extra_args = list(extra_args)
         self.sync = sync
+        self.ssl_context = ssl_context  # clients speak HTTPS with it when set
         self.proc = None
         self.ready = None
         self.host = None
@@ -241,7 +242,7 @@ class FeeddDaemon:
 
     # ---- clients ----
     def client(self, timeout=60):
-        c = FeeddClient(self.host, self.port, timeout=timeout)
+        c = FeeddClient(self.host, self.port, timeout=timeout, ssl_context=self.ssl_context)
         self._clients.append(c)
         return c
 
@@ -256,13 +257,24 @@ class _CountingConnection(http.client.HTTPConnection):
         self._owner.connects += 1
 
 
-class FeeddClient:
-    """Keep-alive HTTP client. Not thread-safe: use one per thread."""
+class _CountingHttpsConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, owner=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._owner = owner
 
-    def __init__(self, host, port, timeout=60):
+    def connect(self):
+        super().connect()
+        self._owner.connects += 1
+
+
+class FeeddClient:
+    """Keep-alive HTTP client (HTTPS with ssl_context). Not thread-safe: use one per thread."""
+
+    def __init__(self, host, port, timeout=60, ssl_context=None):
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.ssl_context = ssl_context
         self.conn = None
         self.connects = 0
         self.last_raw = b""
@@ -297,7 +309,10 @@ class FeeddClient:
                     del hdrs[existing]
             if v is not None:
                 hdrs[k] = v
-        if self.conn is None:
+        if self.conn is None and self.ssl_context is not None:
+            self.conn = _CountingHttpsConnection(self.host, self.port, timeout=self.timeout,
+                                                 owner=self, context=self.ssl_context)
+        elif self.conn is None:
             self.conn = _CountingConnection(self.host, self.port, timeout=self.timeout, owner=self)
         try:
             self.conn.request(method, path, body=data, headers=hdrs)

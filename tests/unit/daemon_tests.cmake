@@ -17,6 +17,18 @@ gtest_discover_tests(query_executor_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
 
+add_executable(auth_tokens_test ${CMAKE_CURRENT_LIST_DIR}/auth_tokens_test.cc)
+target_link_libraries(auth_tokens_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(auth_tokens_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
+add_executable(client_token_test ${CMAKE_CURRENT_LIST_DIR}/client_token_test.cc)
+target_link_libraries(client_token_test PRIVATE feedd_util GTest::gtest_main)
+gtest_discover_tests(client_token_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
 add_executable(ndjson_lines_test ${CMAKE_CURRENT_LIST_DIR}/ndjson_lines_test.cc)
 target_link_libraries(ndjson_lines_test PRIVATE feedd_http_api GTest::gtest_main)
 gtest_discover_tests(ndjson_lines_test

@@ -148,6 +148,7 @@ TEST_F(OptionsTest, ContractAliases) {
   args_ = {"--data-dir",
            "/d",
            "--listen=0.0.0.0:0",
+           "--auth.allow_unauthenticated=true",
            "--metrics-listen=127.0.0.1:0",
            "--ready-file=/tmp/ready",
            "--kafka.brokers=k1:9092,k2:9092"};
@@ -221,7 +222,7 @@ TEST_F(OptionsTest, Booleans) {
 }
 
 TEST_F(OptionsTest, HostPortValidation) {
-  for (const char* good : {"127.0.0.1:0", "localhost:8080", "[::1]:65535", "0.0.0.0:1"}) {
+  for (const char* good : {"127.0.0.1:0", "localhost:8080", "[::1]:65535", "127.1.2.3:1"}) {
     args_ = {std::string("--http.listen=") + good};
     EXPECT_TRUE(Load().ok()) << good;
   }
@@ -234,6 +235,26 @@ TEST_F(OptionsTest, HostPortValidation) {
   }
   args_ = {"--metrics-listen=127.0.0.1:8080"};  // the same as http.listen
   ExpectError("metrics.listen");
+}
+
+// Without auth.tokens_file only loopback addresses are served, unless
+// auth.allow_unauthenticated says otherwise (docs/security.md).
+TEST_F(OptionsTest, NonLoopbackListenNeedsAuthentication) {
+  for (const char* open : {"0.0.0.0:0", "[::]:8080", "10.1.2.3:80", "[::ffff:10.0.0.1]:80",
+                           "db.example:8080", "128.0.0.1:80"}) {
+    args_ = {std::string("--http.listen=") + open};
+    ExpectError("is not a loopback address");
+    args_.push_back("--auth.allow_unauthenticated=true");
+    EXPECT_TRUE(Load().ok()) << open;
+    args_ = {std::string("--http.listen=") + open, "--auth.tokens_file=/etc/feedd/tokens"};
+    DaemonConfig config = LoadOk();
+    EXPECT_EQ(config.auth_tokens_file, "/etc/feedd/tokens");
+    EXPECT_FALSE(config.auth_allow_unauthenticated);
+  }
+  for (const char* loopback : {"127.0.0.1:0", "[::1]:0", "localhost:1", "[::ffff:127.0.0.1]:1"}) {
+    args_ = {std::string("--http.listen=") + loopback};
+    EXPECT_TRUE(Load().ok()) << loopback;
+  }
 }
 
 TEST_F(OptionsTest, WorkerApiTakesHostPortOrHttpUrl) {
@@ -419,7 +440,10 @@ TEST_F(OptionsTest, HelpListsEveryOption) {
                            "http.max_request_bytes",
                            "http.idle_timeout_seconds",
                            "http.shutdown_grace_seconds",
+                           "auth.tokens_file",
+                           "auth.allow_unauthenticated",
                            "metrics.listen",
+                           "metrics.authenticate",
                            "log.level",
                            "kafka.brokers",
                            "kafka.topic_prefix",

@@ -1,0 +1,136 @@
+#include "daemon/auth_handler.h"
+
+#include "daemon/http_util.h"
+#include "util/logging.h"
+
+namespace feedd {
+namespace {
+
+constexpr int kRefusalLogSeconds = 10;
+
+// The request line as the audit log shows it: the path without its query
+// string (which may carry data), at most 200 bytes.
+std::string RequestLine(const HttpRequest& request) {
+  std::string_view path = std::string_view(request.target).substr(0, request.target.find('?'));
+  std::string line(HttpMethodName(request.method));
+  line += ' ';
+  line.append(path.substr(0, 200));
+  return line;
+}
+
+HttpResponse Unauthorized(std::string_view message, bool invalid_token) {
+  HttpResponse response = ErrorResponse(Status(ErrorCode::kUnauthorized, std::string(message)));
+  response.headers.push_back(
+      {"WWW-Authenticate", invalid_token ? R"(Bearer realm="feedd", error="invalid_token")"
+                                         : R"(Bearer realm="feedd")"});
+  return response;
+}
+
+}  // namespace
+
+AuthHandler::AuthHandler(HttpHandler* inner,
+                         std::function<Access(std::string_view, HttpMethod)> access_of,
+                         std::shared_ptr<const TokenSet> tokens, AuthObserver* observer)
+    : inner_(inner),
+      access_of_(std::move(access_of)),
+      observer_(observer),
+      tokens_(std::move(tokens)) {}
+
+void AuthHandler::SetTokens(std::shared_ptr<const TokenSet> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_ = std::move(tokens);
+}
+
+std::shared_ptr<const TokenSet> AuthHandler::tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tokens_;
+}
+
+bool AuthHandler::Authenticates(std::string_view name, std::string_view secret) const {
+  const TokenEntry* token = tokens()->Find(secret);
+  bool ok = token != nullptr && token->name == name;
+  if (!ok) {
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused a /metrics request: no token named '" << name.substr(0, 64)
+        << "' with that secret";
+  }
+  return ok;
+}
+
+std::optional<HttpResponse> AuthHandler::Refusal(const HttpRequest& request, Access access,
+                                                 const TokenEntry** token,
+                                                 std::shared_ptr<const TokenSet>* tokens) const {
+  std::optional<std::string_view> header = request.Header("Authorization");
+  if (!header) {
+    observer_->AuthFailed("missing");
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused " << RequestLine(request) << " from " << request.peer
+        << ": no Authorization header";
+    return Unauthorized("this request needs an 'Authorization: Bearer <token>' header", false);
+  }
+  Result<std::string_view> secret = ParseBearer(*header);
+  if (!secret.ok()) {
+    observer_->AuthFailed("malformed");
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused " << RequestLine(request) << " from " << request.peer
+        << ": malformed Authorization header";
+    return Unauthorized(secret.status().message(), true);
+  }
+  *tokens = this->tokens();
+  *token = (*tokens)->Find(*secret);
+  if (*token == nullptr) {
+    observer_->AuthFailed("unknown_token");
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused " << RequestLine(request) << " from " << request.peer << ": unknown token";
+    return Unauthorized("the bearer token is not valid", true);
+  }
+  if (!RoleAllows((*token)->role, access)) {
+    observer_->AuthFailed("forbidden");
+    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+        << "refused " << RequestLine(request) << " from " << request.peer << ": token "
+        << (*token)->name << " has role " << RoleName((*token)->role);
+    return ErrorResponse(
+        Status(ErrorCode::kForbidden, "the token's role (" + std::string(RoleName((*token)->role)) +
+                                          ") may not do this; it needs " +
+                                          (access == Access::kAdmin ? "admin" : "write")));
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> AuthHandler::Screen(const HttpRequest& head) {
+  const Access access = access_of_(head.target, head.method);
+  if (access == Access::kOpen) return inner_->Screen(head);
+  const TokenEntry* token = nullptr;
+  std::shared_ptr<const TokenSet> tokens;
+  if (std::optional<HttpResponse> refusal = Refusal(head, access, &token, &tokens)) {
+    return refusal;
+  }
+  return inner_->Screen(head);
+}
+
+std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
+  const Access access = access_of_(head.target, head.method);
+  if (access != Access::kOpen) {
+    const TokenEntry* token = nullptr;
+    std::shared_ptr<const TokenSet> tokens;
+    if (Refusal(head, access, &token, &tokens)) return nullptr;
+  }
+  return inner_->StreamBody(head);
+}
+
+void AuthHandler::Handle(HttpRequest request, Responder responder) {
+  const Access access = access_of_(request.target, request.method);
+  if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));
+  const TokenEntry* token = nullptr;
+  std::shared_ptr<const TokenSet> tokens;  // keeps `token` alive
+  if (std::optional<HttpResponse> refusal = Refusal(request, access, &token, &tokens)) {
+    return responder.Send(std::move(*refusal));
+  }
+  if (access == Access::kAdmin) {
+    FEEDD_LOG(kInfo, "audit") << RequestLine(request) << " by token " << token->name << " from "
+                              << request.peer;
+  }
+  inner_->Handle(std::move(request), std::move(responder));
+}
+
+}  // namespace feedd

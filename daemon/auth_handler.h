@@ -1,0 +1,79 @@
+// AuthHandler: an HttpHandler decorator that lets a request through to the
+// handler it wraps only when its bearer token's role may use the route
+// (daemon/auth_tokens.h, docs/security.md).
+//
+//   - A route needing Access::kOpen (/healthz, /readyz) needs no token.
+//   - No Authorization header: 401 `unauthorized` with
+//     `WWW-Authenticate: Bearer realm="feedd"`.
+//   - A header that is not `Bearer <token68>`, or a secret no token has:
+//     401 `unauthorized` with `WWW-Authenticate: Bearer realm="feedd",
+//     error="invalid_token"`.
+//   - A role that may not use the route: 403 `forbidden`.
+// Every refusal counts in AuthObserver::AuthFailed (reason "missing",
+// "malformed", "unknown_token" or "forbidden") and is logged (component
+// "audit", at most one line per 10 s per kind) with the token's name when
+// known and the peer address; every admin request let through is logged
+// the same way, unthrottled.
+//
+// With HttpServerOptions::screen_heads the server calls Screen() with the
+// request head first, so a refused request's body is never read; Handle()
+// checks again (the tokens may have been reloaded in between).
+//
+// Thread-safety: Handle() and Screen() run on any I/O thread; SetTokens() may be called
+// from any thread (a SIGHUP reload) and takes effect for the next request.
+// Ownership: borrows the wrapped handler and the observer.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "daemon/auth_tokens.h"
+#include "daemon/http_handler.h"
+
+namespace feedd {
+
+class AuthObserver {
+ public:
+  virtual ~AuthObserver() = default;
+  virtual void AuthFailed(std::string_view reason) = 0;
+};
+
+class AuthHandler : public HttpHandler {
+ public:
+  // `access_of` tells what a request needs (ApiRouter::AccessOf).
+  AuthHandler(HttpHandler* inner, std::function<Access(std::string_view, HttpMethod)> access_of,
+              std::shared_ptr<const TokenSet> tokens, AuthObserver* observer);
+
+  void SetTokens(std::shared_ptr<const TokenSet> tokens);
+  // Whether `secret` is the secret of the token named `name` (any role):
+  // the metrics port's basic authentication (metrics.authenticate).
+  bool Authenticates(std::string_view name, std::string_view secret) const;
+
+  void Handle(HttpRequest request, Responder responder) override;
+  // The same checks on the head alone, so that the server refuses before
+  // reading a body (HttpServerOptions::screen_heads).
+  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
+  // Only an admitted request's body is streamed; a refused one is left to
+  // Handle(), which refuses it.
+  std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
+  void OnServerStopping() override { inner_->OnServerStopping(); }
+
+ private:
+  std::shared_ptr<const TokenSet> tokens() const;
+  // The answer refusing `request`, counted and logged, or nullopt with the
+  // token it carries (kept alive by `tokens`).
+  std::optional<HttpResponse> Refusal(const HttpRequest& request, Access access,
+                                      const TokenEntry** token,
+                                      std::shared_ptr<const TokenSet>* tokens) const;
+
+  HttpHandler* const inner_;
+  const std::function<Access(std::string_view, HttpMethod)> access_of_;
+  AuthObserver* const observer_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const TokenSet> tokens_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace feedd
