@@ -460,9 +460,11 @@ void CommitPipeline::Enqueue(Pending pending) {
     } else if (permanent_) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store refuses writes after a storage failure: " + failure_.message());
+      ++requests_failed_;
     } else if (!failure_.ok()) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store is recovering from a storage failure: " + failure_.message());
+      ++requests_failed_;
     } else {
       queue_.push_back(std::move(pending));
     }
