@@ -27,6 +27,8 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
     f.Counter("feedd_worker_unrecoverable_gaps_total",
               "catch-ups whose changes the durable feed no longer held (verify the views)",
               s.unrecoverable_gaps, labels);
+    f.Counter("feedd_worker_assignment_errors_total",
+              "partition assignment changes librdkafka refused", s.assignment_errors, labels);
     f.Counter("feedd_worker_rebalances_total", "partition assignments received", s.rebalances,
               labels);
     f.Counter("feedd_worker_view_collisions_total",

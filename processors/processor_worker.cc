@@ -14,6 +14,7 @@
 #include "feed/kafka_message.h"
 #include "feed/message_headers.h"
 #include "processors/http_view_context.h"
+#include "processors/kafka_assignment.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
 #include "util/json_parse.h"
@@ -135,6 +136,7 @@ class ProcessorWorker::Impl {
     s.parked = applier_->parked();
     s.catch_ups = catch_ups_.load();
     s.rebalances = rebalances_.load();
+    s.assignment_errors = assignment_errors_.load();
     s.unrecoverable_gaps = lost_.load();
     s.collisions = collisions_.load();
     if (s.state == "running" && s.parked > 0) s.state = "degraded";
@@ -412,14 +414,25 @@ class ProcessorWorker::Impl {
         }
       }
       rd_kafka_topic_partition_list_destroy(committed);
+      Status assigned = ChangeAssignment(rk, cooperative, AssignmentChange::kAssign, partitions);
+      if (!assigned.ok()) {
+        // Nothing of them will be fetched: forget them, so that nothing
+        // waits on them. The group still counts them as this worker's until
+        // the next rebalance: loud, counted, in the status.
+        ++assignment_errors_;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          for (int i = 0; i < partitions->cnt; ++i) {
+            partitions_.erase({partitions->elems[i].topic, partitions->elems[i].partition});
+          }
+        }
+        FEEDD_LOG(kError, "worker") << config_.name << ": " << assigned.message()
+                                    << "; they are not consumed until the next rebalance";
+        SetError(assigned.message());
+        return;
+      }
       FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << partitions->cnt
                                  << " partition(s)";
-      if (cooperative) {
-        rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions);
-        if (e != nullptr) rd_kafka_error_destroy(e);
-      } else {
-        rd_kafka_assign(rk, partitions);
-      }
       return;
     }
     // Revoked (or lost): let their in-flight changes finish, commit, hand over.
@@ -433,14 +446,17 @@ class ProcessorWorker::Impl {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& key : revoked) partitions_.erase(key);
     }
+    Status revoked_ok = ChangeAssignment(rk, cooperative, AssignmentChange::kRevoke, partitions);
+    if (!revoked_ok.ok()) {
+      // Their offsets are committed and this worker no longer applies them
+      // (OnMessage passes over partitions it does not hold).
+      ++assignment_errors_;
+      FEEDD_LOG(kError, "worker") << config_.name << ": " << revoked_ok.message();
+      SetError(revoked_ok.message());
+      return;
+    }
     FEEDD_LOG(kInfo, "worker") << config_.name << ": handed over " << partitions->cnt
                                << " partition(s)";
-    if (cooperative) {
-      rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions);
-      if (e != nullptr) rd_kafka_error_destroy(e);
-    } else {
-      rd_kafka_assign(rk, nullptr);
-    }
   }
 
   // ---- behind retention ----
@@ -597,6 +613,7 @@ class ProcessorWorker::Impl {
 
   StatusCell status_{"worker", config_.name};
   std::atomic<uint64_t> applied_{0}, view_writes_{0}, catch_ups_{0}, rebalances_{0}, lost_{0};
+  std::atomic<uint64_t> assignment_errors_{0};
   std::atomic<uint64_t> collisions_{0};
 };
 

@@ -73,6 +73,7 @@ struct WorkerStatus {
   uint64_t in_flight = 0;           // received, not yet applied
   uint64_t catch_ups = 0;           // partitions read from the durable feed (behind retention)
   uint64_t rebalances = 0;          // partition assignments received
+  uint64_t assignment_errors = 0;   // assignment changes librdkafka refused
   uint64_t unrecoverable_gaps = 0;  // catch-ups the durable feed no longer covered
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
   std::string last_error;
