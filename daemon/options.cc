@@ -14,6 +14,7 @@
 
 #include "processors/processor_manager.h"
 #include "storage/container_spec.h"
+#include "util/split_list.h"
 
 namespace feedd {
 namespace {
@@ -335,11 +336,8 @@ const OptionSpec kOptions[] = {
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
      [](std::string_view v, DaemonConfig& c) {
        c.worker_processors.clear();
-       while (!v.empty()) {
-         size_t comma = v.find(',');
-         std::string_view name = v.substr(0, comma);
+       for (std::string_view name : SplitList(v)) {
          if (!name.empty()) c.worker_processors.emplace_back(name);
-         v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
        }
        return Status::Ok();
      }},
@@ -447,24 +445,6 @@ Status AddDynamic(const std::string& key, const std::vector<std::string>& values
   return Status::Ok();
 }
 
-std::vector<std::string> SplitList(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())) != 0) {
-      item.remove_prefix(1);
-    }
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())) != 0) {
-      item.remove_suffix(1);
-    }
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 // Applies the dynamic keys (file first, then command line, which wins).
 Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
   struct Declared {
@@ -512,7 +492,11 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     ContainerSpec spec;
     spec.name = declared.name;
     spec.partition_key_path = *declared.partition_key;
-    if (declared.indexes) spec.index_paths = SplitList(*declared.indexes);
+    if (declared.indexes) {
+      for (std::string_view path : SplitList(*declared.indexes)) {
+        if (!path.empty()) spec.index_paths.emplace_back(path);
+      }
+    }
     if (declared.writers) {
       Result<ContainerWriters> writers = ParseContainerWriters(*declared.writers);
       if (!writers.ok()) {

@@ -34,6 +34,7 @@
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
 #include "storage/json_order.h"
+#include "storage/query_semantics.h"
 
 namespace feedd {
 namespace {
@@ -58,7 +59,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
-    bool competes = *source && views::Matches(**source, filter);
+    bool competes = *source && MatchesFilters(**source, filter);
     std::optional<std::string> view_pk;
     if (competes) view_pk = views::StringAt(**source, target_pk);
     if (!view_pk) view_pk = ViewPartitionFromImages(change);
@@ -87,7 +88,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
       }
       // A non-member whose rank this change left as it was (a count
       // increment on an older post, say) cannot enter the view.
-      if (!*existing && change.before && change.after && views::Matches(*change.before, filter) &&
+      if (!*existing && change.before && change.after && MatchesFilters(*change.before, filter) &&
           CompareJson(views::ValueAt(*change.before, order_by),
                       views::ValueAt(*change.after, order_by)) == 0) {
         return Status::Ok();
@@ -189,7 +190,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
 
   std::optional<std::string> ViewPartitionFromImages(const Change& change) const {
     for (const auto& image : {change.before, change.after}) {
-      if (image && views::Matches(*image, filter)) {
+      if (image && MatchesFilters(*image, filter)) {
         if (auto pk = views::StringAt(*image, target_pk)) return pk;
       }
     }
