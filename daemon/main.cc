@@ -120,8 +120,8 @@ int Run(const DaemonConfig& config) {
   std::unique_ptr<EmbeddedBroker> broker;
   std::unique_ptr<Publisher> publisher;
   std::optional<std::string> bootstrap;
-  const bool embedded = config.kafka.brokers == "embedded";
-  if (config.kafka.brokers != "none") {
+  const bool embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
+  if (config.kafka.brokers != KafkaBrokers::kNone) {
     if (embedded) {
       auto started = EmbeddedBroker::Start();
       if (!started.ok()) {
@@ -138,7 +138,7 @@ int Run(const DaemonConfig& config) {
         }
       }
     }
-    bootstrap = embedded ? broker->bootstrap() : config.kafka.brokers;
+    bootstrap = embedded ? broker->bootstrap() : config.kafka.bootstrap;
     auto started = Publisher::Start(store.get(), config.kafka, *bootstrap, embedded);
     if (!started.ok()) {
       FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
@@ -283,9 +283,9 @@ int main(int argc, char** argv) {
   }
   if (flags.check_config) {
     if (config->processors_enabled) {
-      feedd::Status s = feedd::ProcessorManager::Validate(feedd::ProcessorSettingsOf(*config),
-                                                          config->store.containers,
-                                                          config->kafka.brokers != "none");
+      feedd::Status s = feedd::ProcessorManager::Validate(
+          feedd::ProcessorSettingsOf(*config), config->store.containers,
+          config->kafka.brokers != feedd::KafkaBrokers::kNone);
       if (!s.ok()) {
         std::cerr << "feedd: " << s.message() << "\n";
         return feedd::kExitBadConfig;

@@ -82,20 +82,26 @@ Status ParseNonEmpty(std::string_view text, std::string* out) {
   return Status::Ok();
 }
 
-Status ParseKafkaBrokers(std::string_view text, std::string* out) {
-  if (text != "embedded" && text != "none") {
-    std::string_view rest = text;
-    while (true) {
-      size_t comma = rest.find(',');
-      Result<HostPort> broker = ParseHostPort(rest.substr(0, comma));
-      if (!broker.ok() || broker->port == 0) {
-        return BadValue("'embedded', 'none' or a list HOST:PORT,... with non-zero ports", text);
-      }
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
+Status ParseKafkaBrokers(std::string_view text, KafkaOptions* out) {
+  out->bootstrap.clear();
+  if (text == "embedded") {
+    out->brokers = KafkaBrokers::kEmbedded;
+    return Status::Ok();
+  }
+  if (text == "none") {
+    out->brokers = KafkaBrokers::kNone;
+    return Status::Ok();
+  }
+  std::vector<std::string_view> brokers = SplitList(text);
+  if (brokers.empty()) brokers.emplace_back();
+  for (std::string_view broker : brokers) {
+    Result<HostPort> parsed = ParseHostPort(broker);
+    if (!parsed.ok() || parsed->port == 0) {
+      return BadValue("'embedded', 'none' or a list HOST:PORT,... with non-zero ports", text);
     }
   }
-  *out = std::string(text);
+  out->brokers = KafkaBrokers::kCluster;
+  out->bootstrap = std::string(text);
   return Status::Ok();
 }
 
@@ -254,7 +260,7 @@ const OptionSpec kOptions[] = {
     {"kafka.brokers", "embedded",
      "'embedded' (in-process broker on loopback), 'none' (no publishing) or a bootstrap list "
      "HOST:PORT,...",
-     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka.brokers); }},
+     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka); }},
     {"kafka.topic_prefix", "feedd.", "Kafka topic of a container: <prefix><container>",
      [](std::string_view v, DaemonConfig& c) {
        return ParseTopicPrefix(v, &c.kafka.topic_prefix);

@@ -91,7 +91,7 @@ class ProcessorWorker::Impl {
     }
     applier_->Start();
     stopping_ = false;
-    SetState("running");
+    SetState(ProcessorState::kRunning);
     poll_thread_ = std::thread([this] {
       SetThreadName("poll-" + config_.name);
       PollLoop();
@@ -107,7 +107,7 @@ class ProcessorWorker::Impl {
     if (poll_thread_.joinable()) poll_thread_.join();
     applier_->Stop();
     LogForgottenParked();
-    SetState("stopped");
+    SetState(ProcessorState::kStopped);
   }
 
   const std::string& name() const { return config_.name; }
@@ -139,7 +139,7 @@ class ProcessorWorker::Impl {
     s.assignment_errors = assignment_errors_.load();
     s.unrecoverable_gaps = lost_.load();
     s.collisions = collisions_.load();
-    if (s.state == "running" && s.parked > 0) s.state = "degraded";
+    if (s.state == ProcessorState::kRunning && s.parked > 0) s.state = ProcessorState::kDegraded;
     return s;
   }
 
@@ -466,7 +466,7 @@ class ProcessorWorker::Impl {
   void CatchUp(const PartitionKey& key, Lsn after, int64_t expected, int64_t got) {
     const auto& [topic, partition] = key;
     ++catch_ups_;
-    SetState("catching_up");
+    SetState(ProcessorState::kCatchingUp);
     FEEDD_LOG(kWarning, "worker") << config_.name << ": " << topic << "[" << partition
                                   << "] offsets " << expected << ".." << got - 1
                                   << " are no longer held by the broker; applying that "
@@ -497,7 +497,7 @@ class ProcessorWorker::Impl {
       auto part = partitions_.find(key);
       if (part != partitions_.end()) part->second.skip_through = *covered;
     }
-    SetState("running");
+    SetState(ProcessorState::kRunning);
   }
 
   // The JSON object `reply` answered, or an error naming `what`.
@@ -588,7 +588,7 @@ class ProcessorWorker::Impl {
   }
 
   // ---- status ----
-  void SetState(const std::string& state) { status_.SetState(state); }
+  void SetState(ProcessorState state) { status_.SetState(state); }
   void SetError(const std::string& error) { status_.SetError(error); }
 
   const ProcessorConfig config_;

@@ -64,7 +64,8 @@ struct WorkerOptions {
 
 struct WorkerStatus {
   std::string name, kind;
-  std::string state;  // starting, running, catching_up, degraded (parked), stopped
+  // starting, running, catching_up, degraded (parked), stopped
+  ProcessorState state = ProcessorState::kStarting;
   size_t assigned_partitions = 0;
   uint64_t applied = 0;             // changes applied
   uint64_t view_writes = 0;         // derived items written
