@@ -15,8 +15,6 @@ namespace {
 
 namespace kf = key_format;
 
-// Compares an If-Match value with the etag of `lsn`. Quotes and a weak
-// prefix on the client's side are ignored; "*" matches any version.
 // The _sourceLsn of a stored item (0 when it has none).
 Result<Lsn> StoredSourceLsn(std::string_view item_json) {
   Result<boost::json::value> item = ParseJson(item_json);
@@ -30,6 +28,8 @@ Result<Lsn> StoredSourceLsn(std::string_view item_json) {
   return Lsn{0};
 }
 
+// Compares an If-Match value with the etag of `lsn`. Quotes and a weak
+// prefix on the client's side are ignored; "*" matches any version.
 bool EtagMatches(std::string_view if_match, Lsn lsn) {
   if (if_match == "*") return true;
   if (if_match.size() >= 2 && if_match.substr(0, 2) == "W/") if_match.remove_prefix(2);
@@ -479,7 +479,7 @@ void CommitPipeline::Enqueue(Pending pending) {
 }
 
 Status CommitPipeline::health() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
+  std::lock_guard<std::mutex> lock(mutex_);
   if (failure_.ok()) return failure_;
   if (permanent_) {
     return Status(
