@@ -180,6 +180,7 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
+  router_options.polls_waiting = metrics.PollsWaitingGauge();
   ApiRouter router(store.get(), router_options, http.io_context());
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 
