@@ -67,6 +67,7 @@ struct Flags {
   size_t item_bytes = 1024;
   double wait_idle = 10;          // before each measurement, wait up to this long for a quiet box
   bool feedd = true, raw = true;  // --only feedd|raw (for profiling one side)
+  size_t raw_batch = 1;           // --raw-batch: items per raw WriteBatch (bulk-load baseline)
 };
 
 [[noreturn]] void Usage(const char* why) {
@@ -74,7 +75,7 @@ struct Flags {
                "ingest_bench: %s\n"
                "usage: ingest_bench [--writers N] [--runs N] [--seconds S | --items N]\n"
                "                    [--dir DIR] [--sync true|false|both] [--item-bytes N]\n"
-               "                    [--wait-idle SECONDS] [--only feedd|raw]\n",
+               "                    [--wait-idle SECONDS] [--only feedd|raw] [--raw-batch N]\n",
                why);
   std::exit(2);
 }
@@ -108,6 +109,9 @@ Flags ParseFlags(int argc, char** argv) {
         if (value != "feedd" && value != "raw") Usage("--only takes feedd or raw");
         f.feedd = value == "feedd";
         f.raw = value == "raw";
+      } else if (arg == "--raw-batch") {
+        f.raw_batch = std::stoul(value);
+        if (f.raw_batch == 0) Usage("--raw-batch takes a positive count");
       } else if (arg == "--wait-idle") {
         f.wait_idle = std::stod(value);
       } else if (arg == "--item-bytes") {
@@ -414,6 +418,24 @@ Sample RunRaw(const Flags& flags, bool sync) {
   auto writer = [&](int w, std::vector<uint32_t>& lat) {
     ItemMaker maker(w, flags.item_bytes);
     uint64_t mine = 0, my_errors = 0;
+    // --raw-batch items (doc + feed record each) per DB::Write.
+    rocksdb::WriteBatch batch;
+    size_t in_batch = 0;
+    auto write_batch = [&] {
+      auto t1 = Clock::now();
+      rocksdb::Status ws = raw->Write(wo, &batch);
+      auto t2 = Clock::now();
+      if (!ws.ok()) {
+        if (!reported.exchange(true))
+          std::fprintf(stderr, "DB::Write: %s\n", ws.ToString().c_str());
+        my_errors += in_batch;
+      } else {
+        lat.push_back(Nanos(t2 - t1));
+        mine += in_batch;
+      }
+      batch.Clear();
+      in_batch = 0;
+    };
     for (uint64_t seq = 0;; ++seq) {
       if (flags.items ? next.fetch_add(1) >= flags.items : stop.load(std::memory_order_relaxed))
         break;
@@ -433,22 +455,13 @@ Sample RunRaw(const Flags& flags, bool sync) {
                              ",\"op\":\"create\",\"container\":\"posts\",\"partitionKey\":\"" + id +
                              "\",\"id\":\"" + id + "\",\"ts\":" + std::to_string(ts) +
                              ",\"before\":null,\"after\":" + text + "}";
-      rocksdb::WriteBatch batch;
       batch.Put(docs, kf::ItemKey(id, id), kf::ItemValue(my_lsn, text));
       batch.Put(feed, kf::FeedKey(my_lsn),
                 kf::FeedValue(ts, feedd::ChangeOp::kCreate, kContainer, id, id, envelope));
-      auto t1 = Clock::now();
-      rocksdb::Status ws = raw->Write(wo, &batch);
-      auto t2 = Clock::now();
-      if (!ws.ok()) {
-        if (!reported.exchange(true))
-          std::fprintf(stderr, "DB::Write: %s\n", ws.ToString().c_str());
-        ++my_errors;
-        continue;
-      }
-      lat.push_back(Nanos(t2 - t1));
-      ++mine;
+      if (++in_batch < flags.raw_batch) continue;
+      write_batch();
     }
+    if (in_batch > 0) write_batch();
     writes += mine;
     errors += my_errors;
   };

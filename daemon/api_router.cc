@@ -20,6 +20,7 @@ enum class RouteKind {
   kItem,        // /v1/containers/{c}/items/{pk}/{id}
   kBatch,       // /v1/containers/{c}/partitions/{pk}/batch
   kQuery,       // /v1/containers/{c}/query
+  kImport,      // /v1/containers/{c}/import
   kChangeFeed,  // /v1/changefeed
   kFeed,        // /v1/feed
   kProcessors,  // /v1/processors
@@ -69,6 +70,8 @@ Route MatchRoute(const std::vector<std::string>& s) {
       route.kind = RouteKind::kItems;
     } else if (n == 4 && s[3] == "query") {
       route.kind = RouteKind::kQuery;
+    } else if (n == 4 && s[3] == "import") {
+      route.kind = RouteKind::kImport;
     } else if (n == 6 && s[3] == "items") {
       route.kind = RouteKind::kItem;
       route.pk = &s[4];
@@ -93,6 +96,8 @@ std::string_view TemplateOf(RouteKind kind) {
       return "/v1/containers/{c}/partitions/{pk}/batch";
     case RouteKind::kQuery:
       return "/v1/containers/{c}/query";
+    case RouteKind::kImport:
+      return "/v1/containers/{c}/import";
     case RouteKind::kChangeFeed:
       return "/v1/changefeed";
     case RouteKind::kFeed:
@@ -129,6 +134,7 @@ std::string_view AllowedMethods(RouteKind kind) {
     case RouteKind::kItems:
     case RouteKind::kBatch:
     case RouteKind::kQuery:
+    case RouteKind::kImport:
     case RouteKind::kReplay:
     case RouteKind::kRebuild:
     case RouteKind::kVerify:
@@ -147,6 +153,7 @@ bool IsAllowed(RouteKind kind, HttpMethod method) {
     case RouteKind::kItems:
     case RouteKind::kBatch:
     case RouteKind::kQuery:
+    case RouteKind::kImport:
     case RouteKind::kReplay:
     case RouteKind::kRebuild:
     case RouteKind::kVerify:
@@ -252,6 +259,9 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
       return Batch(*spec, *route.pk, request, std::move(responder));
     case RouteKind::kQuery:
       return QueryItems(*spec, request, std::move(responder));
+    case RouteKind::kImport:  // streamed (StreamBody); reached only if that refused it
+      return responder.Send(
+          ErrorResponse(Status(ErrorCode::kInternal, "an import body was not streamed")));
     case RouteKind::kChangeFeed:
       return ChangeFeed(query, std::move(responder));
     case RouteKind::kFeed:
@@ -301,5 +311,56 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
 }
 
 void ApiRouter::PostToIo(std::function<void()> work) { boost::asio::post(io_, std::move(work)); }
+
+std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
+  if (head.method != HttpMethod::kPost) return nullptr;
+  std::string_view target = head.target;
+  size_t question = target.find('?');
+  std::string_view path = target.substr(0, question);
+  std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  Result<std::vector<std::string>> segments = SplitPath(path);
+  if (!segments.ok()) return nullptr;
+  Route route = MatchRoute(*segments);
+  if (route.kind != RouteKind::kImport) return nullptr;
+
+  const ContainerSpec* spec = store_->FindContainer(*route.container);
+  if (spec == nullptr) {
+    return ImportStream::Refuse(
+        Status(ErrorCode::kContainerNotFound, "no container named '" + *route.container + "'"));
+  }
+  if (spec->writers == ContainerWriters::kProcessors) {
+    return ImportStream::Refuse(Status(
+        ErrorCode::kDerivedContainer,
+        "container '" + spec->name + "' is filled by processors only; nothing can be imported"));
+  }
+  if (!IsNdjsonContentType(head.Header("Content-Type"))) {
+    return ImportStream::Refuse(
+        Status(ErrorCode::kUnsupportedMediaType,
+               "Content-Type must be application/x-ndjson (or application/json)"));
+  }
+  Result<ImportParams> params = ParseImportParams(query);
+  if (!params.ok()) return ImportStream::Refuse(params.status());
+  if (stopping_) {
+    return ImportStream::Refuse(Status(ErrorCode::kUnavailable, "the daemon is shutting down"));
+  }
+  ImportProbe* const probe = options_.import_probe;
+  size_t running = imports_running_->load();
+  do {
+    if (running >= options_.import_max_concurrent) {
+      if (probe != nullptr) probe->Refused("max_concurrent");
+      return ImportStream::Refuse(
+          Status(ErrorCode::kUnavailable, std::to_string(running) +
+                                              " imports are running (import.max_concurrent); "
+                                              "retry later"));
+    }
+  } while (!imports_running_->compare_exchange_weak(running, running + 1));
+  if (probe != nullptr) probe->Started();
+  return ImportStream::Create(store_, *spec, *params, options_.import_limits, io_,
+                              [running_imports = imports_running_, probe](const ImportTotals& t) {
+                                --*running_imports;
+                                if (probe != nullptr) probe->Finished(t);
+                              });
+}
 
 }  // namespace feedd

@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "daemon/http_handler.h"
+#include "daemon/import_probe.h"
+#include "daemon/import_stream.h"
 #include "daemon/query_executor.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
@@ -74,6 +76,12 @@ class ApiRouter : public HttpHandler {
     // Set to the number of change-feed long polls parked now
     // (feedd_feed_long_polls_waiting); may be null. Not owned.
     prometheus::Gauge* polls_waiting = nullptr;
+    // Bulk imports (import.*): batch and sync sizes, and how many run at
+    // once (more are 503).
+    ImportLimits import_limits;
+    size_t import_max_concurrent = 2;
+    // Not owned; nullptr reports nothing. Must outlive the io_context.
+    ImportProbe* import_probe = nullptr;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
@@ -82,6 +90,9 @@ class ApiRouter : public HttpHandler {
   ApiRouter& operator=(const ApiRouter&) = delete;
 
   void Handle(HttpRequest request, Responder responder) override;
+  // POST /v1/containers/{c}/import streams its body (daemon/import_stream.h);
+  // every other request is buffered.
+  std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   // The route template of a request target, e.g.
   // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
   static std::string_view RouteTemplate(std::string_view target);
@@ -158,6 +169,10 @@ class ApiRouter : public HttpHandler {
   boost::asio::io_context& io_;
   const std::string containers_json_;  // the answer of GET /v1/containers
   std::atomic<bool> stopping_{false};
+  // Shared with the imports, which may end after the router (their last
+  // callbacks are destroyed with the io_context).
+  const std::shared_ptr<std::atomic<size_t>> imports_running_ =
+      std::make_shared<std::atomic<size_t>>(0);
 
   QueryExecutor queries_;
 

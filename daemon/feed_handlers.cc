@@ -219,6 +219,9 @@ void ApiRouter::FeedInfo(Responder responder) {
         {"duplicatesSkipped", s.duplicates_skipped},
         {"envelopesShrunk", s.envelopes_shrunk},
         {"envelopesUndecodable", s.envelopes_undecodable},
+        {"resolvedLsn", s.resolved_lsn},
+        {"resolvedMarkers", s.resolved_markers},
+        {"heartbeats", s.heartbeats},
         {"lastError",
          s.last_error.empty() ? boost::json::value(nullptr) : boost::json::value(s.last_error)},
     };

@@ -1,20 +1,22 @@
 // feedctl: the command-line companion of a running feedd.
 //
-//   feedctl [--api HOST:PORT | --ready-file PATH] COMMAND [ARGS]
+//   feedctl [OPTION]... COMMAND [ARG]...
 //
-//   processors             list processors: state, applied LSN, lag, parked
-//   verify [NAME...]       recompute views from their sources and print every
-//                          difference; exit 0 only when all views are right
-//   rebuild NAME           derive NAME's view from scratch
-//   parked NAME            list NAME's parked changes
-//   replay NAME            retry NAME's parked changes
-//   pause NAME             stop NAME taking changes (its view stands still)
-//   resume NAME            let NAME take changes again
+// Every command is one entry of kCommands below (name, operands, one-line
+// summary, longer help, the function that runs it); `feedctl --help`,
+// `feedctl help COMMAND`, `feedctl COMMAND --help` and the feedctl(1) man
+// page (generated from --help by help2man) are all made from that table and
+// the option description, so they cannot disagree. Options are parsed by
+// Boost.Program_options and may stand before or after the command.
 //
-// The API address defaults to $FEEDCTL_API, else 127.0.0.1:8080.
-// Exit codes: 0 ok, 1 differences found or the daemon answered an error,
-// 2 usage error or the daemon is unreachable.
+// Output: text for people by default; with --json, the daemon's JSON answer
+// on stdout (also for a refused call), the text of an error on stderr.
+// Exit codes (kExit* below, listed in --help): 0 ok, 1 the daemon refused the
+// call or verify found differences, 2 usage error, 3 the daemon could not be
+// reached.
 #include <boost/json.hpp>
+#include <boost/program_options.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -23,32 +25,52 @@
 #include <string>
 #include <vector>
 
+#include "daemon/feedctl_import.h"
+#include "daemon/host_port.h"
 #include "util/http_client.h"
 #include "util/json_parse.h"
 
 namespace {
 
-constexpr int kOk = 0;
-constexpr int kFailed = 1;
-constexpr int kUsage = 2;
+namespace po = boost::program_options;
+
+constexpr int kExitOk = 0;
+constexpr int kExitRefused = 1;  // an error answer, or verify found differences
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+
+constexpr const char* kDefaultApi = "127.0.0.1:8080";
 // A verification recomputes whole views: allow it time.
 constexpr std::chrono::minutes kTimeout(30);
 
-struct Reply {
-  int status = 0;
-  boost::json::value body;
-  feedd::Status error;  // of a non-2xx answer (feedd::StatusOfReply)
+// The daemon could not be reached (no connection, a timeout, a broken
+// connection): exit kExitUnreachable.
+class Unreachable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
-class Client {
- public:
-  explicit Client(std::string api) : http_(std::move(api), kTimeout) {}
-  const std::string& api() const { return http_.address(); }
+struct Reply {
+  int status = 0;
+  boost::json::value body;  // null when the answer was not JSON
+  feedd::Status error;      // of a non-2xx answer (feedd::StatusOfReply)
+  bool ok() const { return status >= 200 && status < 300; }
+};
 
-  // Throws std::runtime_error when the daemon cannot be reached.
+// What a command runs with: the connection to the daemon and the output mode.
+class Session {
+ public:
+  Session(std::string api, bool json, feedd::ImportCommand import = {})
+      : http_(std::move(api), kTimeout), json_(json), import_(std::move(import)) {}
+  const std::string& api() const { return http_.address(); }
+  bool json() const { return json_; }
+  // import's options (--if-exists, --on-error, --no-progress).
+  const feedd::ImportCommand& import() const { return import_; }
+
+  // Throws Unreachable when the daemon cannot be reached.
   Reply Call(std::string_view method, const std::string& target) {
     auto reply = http_.Send(method, target, method == "POST" ? "{}" : "");
-    if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
+    if (!reply.ok()) throw Unreachable(reply.status().message());
     Reply out;
     out.status = reply->status;
     feedd::Result<boost::json::value> body = feedd::ParseJson(reply->body);
@@ -57,120 +79,429 @@ class Client {
     return out;
   }
 
+  // For a refused call: the error on stderr (and its body on stdout with
+  // --json); returns kExitRefused.
+  int Refused(std::string_view what, const Reply& reply) const {
+    if (json_) {
+      boost::json::value body = reply.body;
+      if (!body.is_object()) {
+        body = {{"error",
+                 {{"code", feedd::ErrorCodeName(reply.error.code())},
+                  {"message", reply.error.message()}}}};
+      }
+      std::cout << boost::json::serialize(body) << "\n";
+    }
+    std::cerr << "feedctl: " << what << ": " << reply.error.ToString() << "\n";
+    return kExitRefused;
+  }
+
  private:
   feedd::HttpClient http_;
+  bool json_;
+  feedd::ImportCommand import_;
 };
 
-std::vector<std::string> ProcessorNames(Client& client) {
-  Reply r = client.Call("GET", "/v1/processors");
-  std::vector<std::string> names;
-  for (const auto& p : r.body.at("processors").as_array()) {
-    names.emplace_back(p.at("name").as_string());
-  }
-  return names;
+std::string Str(const boost::json::value& v) { return std::string(v.as_string()); }
+unsigned long long Count(const boost::json::value& v) {
+  return static_cast<unsigned long long>(v.to_number<uint64_t>());
 }
 
-int Processors(Client& client) {
-  Reply r = client.Call("GET", "/v1/processors");
-  if (r.status != 200) {
-    std::cerr << "feedctl: " << r.error.ToString() << "\n";
-    return kFailed;
+std::string ProcessorPath(const std::string& name, std::string_view rest = {}) {
+  std::string path = "/v1/processors/" + feedd::PercentEncodeSegment(name);
+  path.append(rest);
+  return path;
+}
+
+// ---- The commands ----
+
+int ListProcessors(Session& session, const std::vector<std::string>&) {
+  Reply r = session.Call("GET", "/v1/processors");
+  if (!r.ok()) return session.Refused("processors", r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+    return kExitOk;
   }
   std::printf("%-16s %-12s %-6s %-10s %12s %10s %8s %8s\n", "NAME", "KIND", "SOURCE", "STATE",
               "APPLIED_LSN", "LAG", "LAG_S", "PARKED");
   for (const auto& v : r.body.at("processors").as_array()) {
     const auto& p = v.as_object();
     const auto& lag = p.at("lag").as_object();
-    std::printf("%-16s %-12s %-6s %-10s %12llu %10llu %8.3f %8llu\n",
-                std::string(p.at("name").as_string()).c_str(),
-                std::string(p.at("kind").as_string()).c_str(),
-                std::string(p.at("source").as_string()).c_str(),
-                std::string(p.at("state").as_string()).c_str(),
-                static_cast<unsigned long long>(p.at("appliedLsn").to_number<uint64_t>()),
-                static_cast<unsigned long long>(lag.at("changes").to_number<uint64_t>()),
-                lag.at("seconds").to_number<double>(),
-                static_cast<unsigned long long>(p.at("parked").to_number<uint64_t>()));
+    std::printf("%-16s %-12s %-6s %-10s %12llu %10llu %8.3f %8llu\n", Str(p.at("name")).c_str(),
+                Str(p.at("kind")).c_str(), Str(p.at("source")).c_str(), Str(p.at("state")).c_str(),
+                Count(p.at("appliedLsn")), Count(lag.at("changes")),
+                lag.at("seconds").to_number<double>(), Count(p.at("parked")));
   }
-  return kOk;
+  return kExitOk;
 }
 
-int Verify(Client& client, std::vector<std::string> names) {
-  if (names.empty()) names = ProcessorNames(client);
-  int rc = kOk;
+int Verify(Session& session, const std::vector<std::string>& operands) {
+  std::vector<std::string> names = operands;
+  if (names.empty()) {
+    Reply r = session.Call("GET", "/v1/processors");
+    if (!r.ok()) return session.Refused("processors", r);
+    for (const auto& p : r.body.at("processors").as_array()) names.push_back(Str(p.at("name")));
+  }
+  int rc = kExitOk;
+  boost::json::array results;  // --json: one verify answer (or error body) per processor
   for (const auto& name : names) {
-    Reply r = client.Call("POST", "/v1/processors/" + name + "/verify");
-    if (r.status != 200) {
-      std::cout << name << ": cannot verify: " << r.error.ToString() << "\n";
-      rc = kFailed;
+    Reply r = session.Call("POST", ProcessorPath(name, "/verify"));
+    if (!r.ok()) {
+      rc = kExitRefused;
+      std::cerr << "feedctl: verify " << name << ": " << r.error.ToString() << "\n";
+      if (session.json()) {
+        results.push_back(boost::json::object{
+            {"name", name},
+            {"ok", false},
+            {"error",
+             {{"code", feedd::ErrorCodeName(r.error.code())}, {"message", r.error.message()}}}});
+      } else {
+        std::cout << name << ": cannot verify: " << r.error.ToString() << "\n";
+      }
       continue;
     }
     const auto& differences = r.body.at("differences").as_array();
-    if (differences.empty()) {
-      std::cout << name << ": ok (applied LSN " << r.body.at("appliedLsn") << ")\n";
-      continue;
+    if (!differences.empty()) rc = kExitRefused;
+    if (session.json()) {
+      results.push_back(r.body);
+    } else if (differences.empty()) {
+      std::cout << name << ": ok (applied LSN " << Count(r.body.at("appliedLsn")) << ")\n";
+    } else {
+      std::cout << name << ": " << differences.size() << " difference(s)\n";
+      for (const auto& d : differences) std::cout << "  " << Str(d) << "\n";
     }
-    rc = kFailed;
-    std::cout << name << ": " << differences.size() << " difference(s)\n";
-    for (const auto& d : differences) std::cout << "  " << d.as_string() << "\n";
+  }
+  if (session.json()) {
+    std::cout << boost::json::serialize(boost::json::object{{"processors", std::move(results)}})
+              << "\n";
   }
   return rc;
 }
 
-int Simple(Client& client, std::string_view method, const std::string& target) {
-  Reply r = client.Call(method, target);
-  std::cout << boost::json::serialize(r.body) << "\n";
-  return r.status == 200 ? kOk : kFailed;
+int Rebuild(Session& session, const std::vector<std::string>& operands) {
+  const std::string& name = operands[0];
+  Reply r = session.Call("POST", ProcessorPath(name, "/rebuild"));
+  if (!r.ok()) return session.Refused("rebuild " + name, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+  } else {
+    std::cout << name << ": rebuilt (applied LSN " << Count(r.body.at("appliedLsn")) << ")\n";
+  }
+  return kExitOk;
 }
 
-int Usage() {
-  std::cerr << "usage: feedctl [--api HOST:PORT | --ready-file PATH] "
-               "processors | verify [NAME...] | rebuild NAME | parked NAME | replay NAME | "
-               "pause NAME | resume NAME\n";
-  return kUsage;
+int Parked(Session& session, const std::vector<std::string>& operands) {
+  const std::string& name = operands[0];
+  Reply r = session.Call("GET", ProcessorPath(name, "/parked"));
+  if (!r.ok()) return session.Refused("parked " + name, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+    return kExitOk;
+  }
+  const auto& parked = r.body.at("parked").as_array();
+  std::cout << name << ": " << parked.size() << " parked change(s)\n";
+  for (const auto& v : parked) {
+    const auto& p = v.as_object();
+    std::cout << "  LSN " << Count(p.at("lsn")) << "  " << Str(p.at("container")) << "/"
+              << feedd::PercentEncodeSegment(Str(p.at("partitionKey"))) << "/"
+              << feedd::PercentEncodeSegment(Str(p.at("id"))) << "  " << Str(p.at("error")) << "\n";
+  }
+  return kExitOk;
+}
+
+int Replay(Session& session, const std::vector<std::string>& operands) {
+  const std::string& name = operands[0];
+  Reply r = session.Call("POST", ProcessorPath(name, "/parked/replay"));
+  if (!r.ok()) return session.Refused("replay " + name, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+  } else {
+    std::cout << name << ": replaying " << Count(r.body.at("replayed")) << " parked change(s)\n";
+  }
+  return kExitOk;
+}
+
+// pause and resume: both answer the processor's status.
+int SetPaused(Session& session, const std::string& name, bool pause) {
+  const char* verb = pause ? "pause" : "resume";
+  Reply r = session.Call("POST", ProcessorPath(name, pause ? "/pause" : "/resume"));
+  if (!r.ok()) return session.Refused(std::string(verb) + " " + name, r);
+  if (session.json()) {
+    std::cout << boost::json::serialize(r.body) << "\n";
+  } else {
+    std::cout << name << ": " << Str(r.body.at("state")) << " (applied LSN "
+              << Count(r.body.at("appliedLsn")) << ")\n";
+  }
+  return kExitOk;
+}
+int Pause(Session& session, const std::vector<std::string>& operands) {
+  return SetPaused(session, operands[0], true);
+}
+int Resume(Session& session, const std::vector<std::string>& operands) {
+  return SetPaused(session, operands[0], false);
+}
+
+int Import(Session& session, const std::vector<std::string>& operands) {
+  feedd::ImportCommand command = session.import();
+  command.api = session.api();
+  command.container = operands[0];
+  if (operands.size() > 1) command.file = operands[1];
+  return feedd::RunImport(command);
+}
+
+// One command: its name, operands (as shown, and how many), help texts and
+// what runs it. `help` is handled before a session exists (run == nullptr).
+struct Command {
+  const char* name;
+  const char* operands;  // e.g. "NAME", "[NAME]..."
+  size_t min_operands;
+  size_t max_operands;
+  const char* summary;      // one line, for the command list
+  const char* description;  // for `feedctl help COMMAND`
+  int (*run)(Session& session, const std::vector<std::string>& operands);
+};
+
+constexpr size_t kAny = static_cast<size_t>(-1);
+
+const Command kCommands[] = {
+    {"processors", "", 0, 0, "list processors: state, applied LSN, lag, parked changes",
+     "Prints one line per processor: its name, kind, source, state (starting, running, "
+     "rebuilding, degraded, paused, stopped), applied LSN, lag in changes and in seconds, "
+     "and the number of parked changes. With --json, the answer of GET /v1/processors.",
+     ListProcessors},
+    {"verify", "[NAME]...", 0, kAny, "recompute views and print every difference",
+     "Recomputes the view of each named processor (every processor when none is named) "
+     "from its source containers and prints every difference from the stored view. Exits 0 "
+     "when every view is right, 1 when one differs or cannot be verified. With --json, "
+     "{\"processors\":[...]} holding each answer of POST /v1/processors/NAME/verify.",
+     Verify},
+    {"rebuild", "NAME", 1, 1, "derive NAME's view from scratch",
+     "Derives NAME's view from scratch from the current data, then lets NAME continue from "
+     "the head LSN at the start of the rebuild; answers when done. Refused (exit 1) while "
+     "another rebuild or verify of NAME runs.",
+     Rebuild},
+    {"parked", "NAME", 1, 1, "list NAME's parked changes",
+     "Lists the changes NAME could not apply and parked: LSN, source item "
+     "(container/partition key/id) and the error.",
+     Parked},
+    {"replay", "NAME", 1, 1, "retry NAME's parked changes",
+     "Retries NAME's parked changes (after the cause was fixed) and prints how many it took.",
+     Replay},
+    {"pause", "NAME", 1, 1, "stop NAME taking changes (its view stands still)",
+     "Stops NAME taking changes: its view and applied LSN stand still, and reads that wait "
+     "for it (X-Feedd-Min-Lsn) time out, until `feedctl resume NAME` or a restart of feedd.",
+     Pause},
+    {"resume", "NAME", 1, 1, "let NAME take changes again",
+     "Lets NAME take changes again, from where it paused.", Resume},
+    {"import", "CONTAINER [FILE]", 1, 2, "stream NDJSON items from FILE (or stdin) into CONTAINER",
+     "Bulk import: streams FILE (or standard input, also with FILE '-'), one JSON item per line, "
+     "into POST /v1/containers/CONTAINER/import, with progress on stderr (bytes and lines sent, "
+     "rate) once a second; prints the daemon's report (counts, every failed line with its "
+     "number and error) as JSON on stdout and a summary on stderr. --if-exists skip|replace|fail "
+     "(the daemon's default: skip, so a re-run completes an import that was cut), --on-error "
+     "continue|stop, --no-progress. Exits 0 when every line was created or skipped, 1 when a "
+     "line failed or the import did not complete.",
+     Import},
+    {"help", "[COMMAND]", 0, 1, "print this help, or COMMAND's",
+     "Prints the help of COMMAND, or of feedctl when no command is named.", nullptr},
+};
+
+const Command* FindCommand(std::string_view name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+po::options_description GlobalOptions() {
+  po::options_description desc("Options (before or after the command)", 80, 40);
+  desc.add_options()                                                                    //
+      ("api", po::value<std::string>()->value_name("ADDRESS"),                          //
+       "feedd's HTTP API: HOST:PORT or http://HOST:PORT (default: $FEEDCTL_API, else "  //
+       "127.0.0.1:8080)")                                                               //
+      ("ready-file", po::value<std::string>()->value_name("PATH"),
+       "take the API address from feedd's ready file")  //
+      ("if-exists", po::value<std::string>()->value_name("skip|replace|fail"),
+       "import: what to do with an id that is already stored")  //
+      ("on-error", po::value<std::string>()->value_name("continue|stop"),
+       "import: go on after a bad line, or stop at the first")  //
+      ("no-progress", "import: no progress lines on stderr")    //
+      ("json", "print the daemon's JSON answers instead of text")(
+          "help,h", "print this help (or the command's) and exit")("version",
+                                                                   "print the version and exit");
+  return desc;
+}
+
+// Wraps `text` at `width` columns, each line indented by `indent` spaces.
+std::string Wrap(std::string_view text, size_t indent, size_t width = 79) {
+  std::string out;
+  std::string line(indent, ' ');
+  std::istringstream words{std::string(text)};
+  std::string word;
+  while (words >> word) {
+    if (line.size() > indent && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.assign(indent, ' ');
+    }
+    if (line.size() > indent) line += ' ';
+    line += word;
+  }
+  if (line.size() > indent) out += line + "\n";
+  return out;
+}
+
+const char* const kExitAndEnvironment =
+    "Exit status:\n"
+    "  0    the command succeeded\n"
+    "  1    the daemon refused the call (an error answer), or verify found a\n"
+    "       difference\n"
+    "  2    usage error: unknown command or option, wrong operands, bad address\n"
+    "  3    the daemon could not be reached (no connection, timeout)\n"
+    "\n"
+    "Environment:\n"
+    "  FEEDCTL_API    the API address when neither --api nor --ready-file is given\n";
+
+std::string MainHelp() {
+  std::ostringstream out;
+  out << "Usage: feedctl [OPTION]... COMMAND [ARG]...\n"
+         "Inspect and control a running feedd: its processors, and bulk imports.\n"
+         "\n"
+         "Commands:\n";
+  for (const Command& c : kCommands) {
+    std::string head = "  " + std::string(c.name);
+    if (*c.operands != '\0') head += " " + std::string(c.operands);
+    head.resize(std::max<size_t>(head.size() + 2, 22), ' ');
+    out << head << c.summary << "\n";
+  }
+  out << "\n"
+      << GlobalOptions() << "\n"
+      << kExitAndEnvironment << "\n"
+      << "Examples:\n"
+         "  $ feedctl processors\n"
+         "  $ feedctl verify --api http://10.0.0.5:8080\n"
+         "  $ FEEDCTL_API=127.0.0.1:8080 feedctl --json verify feed\n"
+         "  $ feedctl pause feed\n"
+         "  $ feedctl import --if-exists skip posts posts.ndjson\n"
+         "\n"
+         "`feedctl help COMMAND` or `feedctl COMMAND --help` describes one command.\n";
+  return out.str();
+}
+
+std::string CommandHelp(const Command& c) {
+  std::ostringstream out;
+  out << "Usage: feedctl [OPTION]... " << c.name;
+  if (*c.operands != '\0') out << " " << c.operands;
+  out << "\n" << c.summary << "\n\n" << Wrap(c.description, 0) << "\n";
+  out << GlobalOptions() << "\n" << kExitAndEnvironment;
+  return out.str();
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "feedctl: " << message << "\nTry 'feedctl --help'.\n";
+  return kExitUsage;
+}
+
+// The API address from a ready file ({"api":"HOST:PORT",...}).
+feedd::Result<std::string> ReadyFileApi(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto ready = feedd::ParseJson(text.str());
+  const boost::json::object* o = ready.ok() ? ready->if_object() : nullptr;
+  const boost::json::value* address = o != nullptr ? o->if_contains("api") : nullptr;
+  if (!in || address == nullptr || !address->is_string()) {
+    return feedd::Status(feedd::ErrorCode::kInvalidRequest,
+                         "cannot read the API address from " + path);
+  }
+  return std::string(address->get_string());
+}
+
+int Main(int argc, char** argv) {
+  po::options_description options = GlobalOptions();
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("args", -1);
+  po::variables_map values;
+  try {
+    int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(
+        po::command_line_parser(argc, argv).options(all).positional(positional).style(style).run(),
+        values);
+  } catch (const po::error& e) {
+    return UsageError(e.what());
+  }
+  std::vector<std::string> args;
+  if (values.count("args") != 0) args = values["args"].as<std::vector<std::string>>();
+
+  if (values.count("version") != 0) {
+    std::cout << "feedctl " << FEEDD_VERSION << "\n";
+    return kExitOk;
+  }
+  const Command* command = nullptr;
+  if (!args.empty()) {
+    command = FindCommand(args[0]);
+    if (command == nullptr) return UsageError("unknown command '" + args[0] + "'");
+    args.erase(args.begin());
+  }
+  if (values.count("help") != 0) {
+    std::cout << (command != nullptr ? CommandHelp(*command) : MainHelp());
+    return kExitOk;
+  }
+  if (command != nullptr && command->run == nullptr) {  // help [COMMAND]
+    if (args.size() > 1) return UsageError("help takes at most one command");
+    if (args.empty()) {
+      std::cout << MainHelp();
+      return kExitOk;
+    }
+    command = FindCommand(args[0]);
+    if (command == nullptr) return UsageError("unknown command '" + args[0] + "'");
+    std::cout << CommandHelp(*command);
+    return kExitOk;
+  }
+  if (command == nullptr) return UsageError("no command given");
+  if (args.size() < command->min_operands || args.size() > command->max_operands) {
+    std::string usage = std::string(command->name);
+    if (*command->operands != '\0') usage += " " + std::string(command->operands);
+    return UsageError("usage: feedctl " + usage);
+  }
+
+  std::string api;
+  if (values.count("api") != 0 && values.count("ready-file") != 0) {
+    return UsageError("give --api or --ready-file, not both");
+  }
+  if (values.count("api") != 0) {
+    api = values["api"].as<std::string>();
+  } else if (values.count("ready-file") != 0) {
+    auto read = ReadyFileApi(values["ready-file"].as<std::string>());
+    if (!read.ok()) return UsageError(read.status().message());
+    api = *read;
+  } else if (const char* env = std::getenv("FEEDCTL_API"); env != nullptr && *env != '\0') {
+    api = env;
+  } else {
+    api = kDefaultApi;
+  }
+  feedd::Result<feedd::HostPort> address = feedd::ParseApiAddress(api);
+  if (!address.ok()) return UsageError("bad API address: " + address.status().message());
+
+  feedd::ImportCommand import;
+  if (values.count("if-exists") != 0) import.if_exists = values["if-exists"].as<std::string>();
+  if (values.count("on-error") != 0) import.on_error = values["on-error"].as<std::string>();
+  import.progress = values.count("no-progress") == 0;
+  Session session(address->ToString(), values.count("json") != 0, std::move(import));
+  try {
+    return command->run(session, args);
+  } catch (const Unreachable& e) {
+    std::cerr << "feedctl: cannot reach feedd: " << e.what() << "\n";
+    return kExitUnreachable;
+  } catch (const std::exception& e) {
+    // An answer without the fields the command reads: not feedd's API.
+    std::cerr << "feedctl: unexpected answer from " << session.api() << ": " << e.what() << "\n";
+    return kExitRefused;
+  }
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string api = std::getenv("FEEDCTL_API") ? std::getenv("FEEDCTL_API") : "127.0.0.1:8080";
-  std::vector<std::string> args(argv + 1, argv + argc);
-  while (!args.empty() && args[0].rfind("--", 0) == 0) {
-    if (args.size() < 2) return Usage();
-    if (args[0] == "--api") {
-      api = args[1];
-    } else if (args[0] == "--ready-file") {
-      std::ifstream in(args[1]);
-      std::stringstream text;
-      text << in.rdbuf();
-      auto ready = feedd::ParseJson(text.str());
-      const boost::json::object* o = ready.ok() ? ready->if_object() : nullptr;
-      const boost::json::value* address = o != nullptr ? o->if_contains("api") : nullptr;
-      if (address == nullptr || !address->is_string()) {
-        std::cerr << "feedctl: cannot read the API address from " << args[1] << "\n";
-        return kUsage;
-      }
-      api = std::string(address->get_string());
-    } else {
-      return Usage();
-    }
-    args.erase(args.begin(), args.begin() + 2);
-  }
-  if (args.empty()) return Usage();
-  Client client(api);
-  try {
-    const std::string& command = args[0];
-    if (command == "processors" && args.size() == 1) return Processors(client);
-    if (command == "verify") return Verify(client, {args.begin() + 1, args.end()});
-    if (args.size() != 2) return Usage();
-    const std::string base = "/v1/processors/" + args[1];
-    if (command == "rebuild") return Simple(client, "POST", base + "/rebuild");
-    if (command == "parked") return Simple(client, "GET", base + "/parked");
-    if (command == "replay") return Simple(client, "POST", base + "/parked/replay");
-    if (command == "pause") return Simple(client, "POST", base + "/pause");
-    if (command == "resume") return Simple(client, "POST", base + "/resume");
-    return Usage();
-  } catch (const std::exception& e) {
-    std::cerr << "feedctl: " << client.api() << ": " << e.what() << "\n";
-    return kUsage;
-  }
-}
+int main(int argc, char** argv) { return Main(argc, argv); }

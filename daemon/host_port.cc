@@ -68,4 +68,28 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   return out;
 }
 
+Result<HostPort> ParseApiAddress(std::string_view text) {
+  std::string_view rest = text;
+  size_t scheme_end = rest.find("://");
+  if (scheme_end != std::string_view::npos) {
+    std::string scheme(rest.substr(0, scheme_end));
+    for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (scheme != "http") {
+      return Status(ErrorCode::kInvalidRequest, "expected HOST:PORT or http://HOST:PORT, got '" +
+                                                    std::string(text) +
+                                                    "' (feedd's API speaks plain HTTP)");
+    }
+    rest.remove_prefix(scheme_end + 3);
+    if (rest.ends_with('/')) rest.remove_suffix(1);
+    if (rest.find('/') != std::string_view::npos) {
+      return Status(ErrorCode::kInvalidRequest, "expected HOST:PORT or http://HOST:PORT, got '" +
+                                                    std::string(text) + "' (no path allowed)");
+    }
+  }
+  Result<HostPort> parsed = ParseHostPort(rest);
+  if (!parsed.ok()) return parsed;
+  if (parsed->port == 0) return Invalid(text, "port 0 names no server to connect to");
+  return parsed;
+}
+
 }  // namespace feedd

@@ -26,4 +26,10 @@ struct HostPort {
 // wrong: a missing or non-numeric port, a port above 65535, an empty host.
 Result<HostPort> ParseHostPort(std::string_view text);
 
+// Parses the address of a feedd API to connect to: "HOST:PORT" or
+// "http://HOST:PORT" (a trailing "/" allowed), with a non-zero port. Fails
+// (invalid_request) for another scheme (https included: the API is plain
+// HTTP), a path, or what ParseHostPort() refuses.
+Result<HostPort> ParseApiAddress(std::string_view text);
+
 }  // namespace feedd

@@ -16,12 +16,15 @@
 //   never hangs a client.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "util/status.h"
 
 namespace feedd {
 
@@ -76,9 +79,38 @@ class Responder {
   std::shared_ptr<ResponseSink> sink_;
 };
 
+// Takes a request body piece by piece, for bodies too large to buffer
+// (HttpHandler::StreamBody). The server reads the next piece only once the
+// previous one was taken, so a slow consumer slows the client down (TCP
+// back-pressure) instead of filling memory.
+//
+// Concurrency: Consume() and Finish() are called on the connection's strand,
+// one at a time; `next` may be called from any thread.
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  // The next piece of the body, valid during the call only. Call `next`
+  // exactly once, now or later, from any thread: next(true) reads on,
+  // next(false) stops reading (the server then calls Finish() and closes the
+  // connection after the answer).
+  virtual void Consume(std::string_view piece, std::function<void(bool more)> next) = 0;
+  // The body ended (`error` OK), reading was stopped by next(false) (OK
+  // too), or reading failed (`error` says why: a malformed chunk, the
+  // connection closed, the idle timeout). Answer through `responder`.
+  virtual void Finish(Status error, Responder responder) = 0;
+};
+
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
+  // Called on an I/O thread with a request's head (its body empty) before
+  // the body is read: a BodyStream to stream the body into, without the
+  // http.max_request_bytes limit and outside http.max_buffered_bytes, or
+  // nullptr (the default) to have the body buffered and handed to Handle().
+  virtual std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) {
+    (void)head;
+    return nullptr;
+  }
   // Called on an I/O thread for every request. Must complete `responder`
   // exactly once, now or later, from any thread.
   virtual void Handle(HttpRequest request, Responder responder) = 0;

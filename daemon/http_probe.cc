@@ -145,6 +145,39 @@ void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, 
   response_bytes_.Add({{"route", r}}).Increment(static_cast<double>(response_bytes));
 }
 
+// A streamed body, metered like a buffered one: from its head to its answer,
+// with the bytes it streamed.
+class MeteredStream : public BodyStream {
+ public:
+  MeteredStream(std::unique_ptr<BodyStream> inner, HttpProbe* probe, std::string_view route,
+                HttpMethod method)
+      : inner_(std::move(inner)), probe_(probe), route_(route), method_(method) {
+    probe_->Started();
+  }
+  void Consume(std::string_view piece, std::function<void(bool)> next) override {
+    bytes_ += piece.size();
+    inner_->Consume(piece, std::move(next));
+  }
+  void Finish(Status error, Responder responder) override {
+    auto sink = std::make_shared<MeteredSink>(responder.Release(), probe_, route_, method_, bytes_);
+    inner_->Finish(std::move(error), Responder(std::move(sink)));
+  }
+
+ private:
+  std::unique_ptr<BodyStream> inner_;
+  HttpProbe* const probe_;
+  const std::string_view route_;  // a route template: static storage
+  const HttpMethod method_;
+  size_t bytes_ = 0;
+};
+
+std::unique_ptr<BodyStream> MeteredHandler::StreamBody(const HttpRequest& head) {
+  std::unique_ptr<BodyStream> inner = inner_->StreamBody(head);
+  if (!inner) return nullptr;
+  return std::make_unique<MeteredStream>(std::move(inner), probe_, route_of_(head.target),
+                                         head.method);
+}
+
 void MeteredHandler::Handle(HttpRequest request, Responder responder) {
   probe_->Started();
   auto sink = std::make_shared<MeteredSink>(responder.Release(), probe_, route_of_(request.target),

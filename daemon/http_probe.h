@@ -61,6 +61,7 @@ class MeteredHandler : public HttpHandler {
       : inner_(inner), probe_(probe), route_of_(std::move(route_of)) {}
 
   void Handle(HttpRequest request, Responder responder) override;
+  std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 
  private:

@@ -71,13 +71,18 @@ void ConfigureRequestParser(RequestParser& parser, size_t max_request_bytes) {
   parser.body_limit(max_request_bytes);
 }
 
-HttpRequest ToHttpRequest(RequestMessage& message) {
+HttpRequest HeadOf(const RequestMessage& message) {
   HttpRequest request;
   request.method = ToMethod(message.method());
   request.target = std::string(message.target());
   for (const auto& field : message) {
     request.headers.push_back({std::string(field.name_string()), std::string(field.value())});
   }
+  return request;
+}
+
+HttpRequest ToHttpRequest(RequestMessage& message) {
+  HttpRequest request = HeadOf(message);
   request.body = std::move(message.body());
   return request;
 }

@@ -36,5 +36,8 @@ Status CheckFraming(const RequestMessage& request);
 // The request the handler gets: method, target, every header in order, and
 // the body, which is moved out of `message`.
 HttpRequest ToHttpRequest(RequestMessage& message);
+// The same without the body (which stays in `message`): the head a
+// BodyStream is chosen by.
+HttpRequest HeadOf(const RequestMessage& message);
 
 }  // namespace feedd

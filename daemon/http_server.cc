@@ -13,6 +13,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,7 @@ using tcp = asio::ip::tcp;
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr size_t kLingerMaxBytes = 16 * 1024 * 1024;
 constexpr size_t kLingerChunk = 16 * 1024;
+constexpr size_t kStreamPieceBytes = 64 * 1024;  // a BodyStream's pieces, at most
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr int kLogIntervalSeconds = 10;  // for repeated warnings
 
@@ -194,6 +196,9 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
                                framing.message()),
                    /*linger=*/true);
     }
+    if (std::unique_ptr<BodyStream> body_stream = StreamBodyOf(request)) {
+      return StartStream(std::move(body_stream));
+    }
     // A string body reserves its Content-Length at once.
     if (auto length = parser_->content_length(); length && *length > 0) {
       if (!ReserveBody(*length)) return RefuseBody();
@@ -223,6 +228,97 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
             return self->RefuseBody();
           self->ReadBody();
         });
+  }
+
+  // The handler's BodyStream for this request, or null (buffer the body).
+  std::unique_ptr<BodyStream> StreamBodyOf(const RequestMessage& message) {
+    HttpRequest head = HeadOf(message);
+    try {
+      return state_->handler->StreamBody(head);
+    } catch (const std::exception& e) {
+      FEEDD_LOG(kError, "http") << "StreamBody failed: " << e.what();
+      return nullptr;
+    }
+  }
+
+  // Streams the body into `body_stream` piece by piece (BodyStream), with no
+  // body limit: what it holds is the stream's business.
+  void StartStream(std::unique_ptr<BodyStream> body_stream) {
+    phase_ = Phase::kHandling;
+    auto& message = parser_->get();
+    keep_alive_ = message.keep_alive();
+    if (LogEnabled(LogLevel::kDebug)) {
+      request_line_ = std::string(message.method_string()) + " " + std::string(message.target());
+      started_ = std::chrono::steady_clock::now();
+    }
+    const bool expects_continue = message.version() >= 11 && !parser_->is_done() &&
+                                  beast::iequals(message[http::field::expect], "100-continue");
+    const unsigned version = message.version();
+    body_stream_ = std::move(body_stream);
+    stream_parser_.emplace(std::move(*parser_));
+    parser_.reset();
+    stream_parser_->body_limit(boost::none);
+    piece_.resize(kStreamPieceBytes);
+    ++state_->in_flight;
+    in_flight_ = true;
+    if (expects_continue) {
+      continue_.emplace(http::status::continue_, version);
+      http::async_write(
+          stream_, *continue_, [self = shared_from_this()](beast::error_code ec, size_t) {
+            if (ec)
+              return self->EndStream(Status(ErrorCode::kInvalidRequest, "the connection failed"));
+            self->ReadPiece();
+          });
+      return;
+    }
+    ReadPiece();
+  }
+
+  void ReadPiece() {
+    if (stream_parser_->is_done()) return EndStream(Status::Ok());
+    auto& body = stream_parser_->get().body();
+    body.data = piece_.data();
+    body.size = piece_.size();
+    body.more = true;
+    stream_.expires_after(state_->idle_timeout);
+    http::async_read_some(
+        stream_, buffer_, *stream_parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) {
+            bool closed =
+                ec == http::error::end_of_stream || ec == http::error::partial_message ||
+                ec.category() != http::make_error_code(http::error::bad_method).category();
+            return self->EndStream(Status(
+                ErrorCode::kInvalidRequest,
+                closed ? "the connection closed or timed out before the body ended: " + ec.message()
+                       : "malformed HTTP body: " + ec.message()));
+          }
+          size_t got = self->piece_.size() - self->stream_parser_->get().body().size;
+          if (got == 0) return self->ReadPiece();
+          self->stream_.expires_never();
+          self->body_stream_->Consume(
+              std::string_view(self->piece_.data(), got), [self](bool more) {
+                asio::post(self->stream_.get_executor(), [self, more] {
+                  if (!more) {
+                    self->stopped_reading_ = !self->stream_parser_->is_done();
+                    return self->EndStream(Status::Ok());
+                  }
+                  self->ReadPiece();
+                });
+              });
+        });
+  }
+
+  void EndStream(Status error) {
+    stream_.expires_never();
+    if (!error.ok() || stopped_reading_) keep_alive_ = false;
+    std::unique_ptr<BodyStream> body_stream = std::move(body_stream_);
+    try {
+      body_stream->Finish(std::move(error), Responder(shared_from_this()));
+    } catch (const std::exception& e) {
+      FEEDD_LOG(kError, "http") << "a body stream failed: " << e.what();
+    }
   }
 
   bool ReserveBody(size_t bytes) {
@@ -289,6 +385,10 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
 
   void Write(HttpResponse response, bool linger) {
     ReleaseBody();
+    // A body left unread: drain a little of it so the client reads the answer.
+    if (stopped_reading_) linger = true;
+    stopped_reading_ = false;
+    stream_parser_.reset();
     if (in_flight_) {
       --state_->in_flight;
       in_flight_ = false;
@@ -361,6 +461,11 @@ class Session : public std::enable_shared_from_this<Session>, public ResponseSin
   std::shared_ptr<ServerState> state_;
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
+  // A body streamed into a BodyStream (StartStream) instead of parser_.
+  std::optional<http::request_parser<http::buffer_body>> stream_parser_;
+  std::unique_ptr<BodyStream> body_stream_;
+  std::string piece_;             // the stream's read buffer
+  bool stopped_reading_ = false;  // the stream said next(false) before the body ended
   std::optional<http::response<http::empty_body>> continue_;
   std::unique_ptr<http::response<http::string_body>> response_;  // being written
   Phase phase_ = Phase::kReading;
@@ -387,15 +492,8 @@ class HttpServer::Impl {
 
   asio::io_context& io_context() { return ioc_; }
 
-  Status Start(HttpHandler* handler) {
-    state_->handler = handler;
-    static NoObserver no_observer;
-    state_->observer = options_.observer ? options_.observer : &no_observer;
-    state_->max_request_bytes = options_.max_request_bytes;
-    state_->max_connections = options_.max_connections;
-    state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
-    state_->idle_timeout = options_.idle_timeout;
-
+  Status Listen() {
+    if (acceptor_.is_open()) return Status::Ok();
     std::string where = options_.listen.ToString();
     beast::error_code ec;
     tcp::endpoint endpoint;
@@ -422,6 +520,18 @@ class HttpServer::Impl {
       acceptor_.close(ignored);
       return Status(ErrorCode::kUnavailable, "cannot listen on " + where + ": " + ec.message());
     }
+    return Status::Ok();
+  }
+
+  Status Start(HttpHandler* handler) {
+    if (Status s = Listen(); !s.ok()) return s;
+    state_->handler = handler;
+    static NoObserver no_observer;
+    state_->observer = options_.observer ? options_.observer : &no_observer;
+    state_->max_request_bytes = options_.max_request_bytes;
+    state_->max_connections = options_.max_connections;
+    state_->max_buffered_bytes = std::max(options_.max_buffered_bytes, options_.max_request_bytes);
+    state_->idle_timeout = options_.idle_timeout;
 
     work_.emplace(ioc_.get_executor());
     Accept();
@@ -539,6 +649,8 @@ HttpServer::HttpServer(HttpServerOptions options)
 HttpServer::~HttpServer() = default;
 
 boost::asio::io_context& HttpServer::io_context() { return impl_->io_context(); }
+
+Status HttpServer::Listen() { return impl_->Listen(); }
 
 Status HttpServer::Start(HttpHandler* handler) { return impl_->Start(handler); }
 

@@ -2,13 +2,20 @@
 // one request at a time per connection (no pipelining).
 //
 // Operation
-//   Start() binds HOST:PORT (port 0 picks a free port; bound_address() tells
-//   which) and starts `threads` I/O threads running one io_context. Every
+//   Listen() binds HOST:PORT (port 0 picks a free port; bound_address() tells
+//   which); connections wait in the backlog until Start(), which binds first
+//   if Listen() was not called, and starts `threads` I/O threads running one io_context. Every
 //   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread.
 //   A connection idle for idle_timeout is closed.
+//   When the handler's StreamBody() returns a BodyStream for a request head,
+//   the body is not buffered: it is read in pieces of at most 64 KiB, each
+//   handed to the stream, the next read only once the stream asks for more
+//   (no max_request_bytes, no max_buffered_bytes: the stream bounds what it
+//   holds). A stream that stops early gets its answer sent and the rest of
+//   the body drained for a moment before the connection is closed.
 //
 // Limits (docs/api.md, "Limits")
 //   - max_connections: a connection accepted beyond it is answered 503
@@ -35,7 +42,7 @@
 //   still referenced) is destroyed with the HttpServer; destroy it only after
 //   nothing that may complete a Responder (the storage commit thread) runs.
 //
-// Thread-safety: Start() and Stop() from one controlling thread;
+// Thread-safety: Listen(), Start() and Stop() from one controlling thread;
 // in_flight_requests() and bound_address() from any thread after Start().
 #pragma once
 
@@ -95,11 +102,15 @@ class HttpServer {
   // posted work. Valid for the lifetime of the HttpServer.
   boost::asio::io_context& io_context();
 
-  // Binds and starts serving with `handler` (not owned; must outlive the
-  // server's threads, i.e. until Stop() returns). Fails with `unavailable`
-  // when the address cannot be resolved or bound.
+  // Binds the listening socket, so that a taken port is found before
+  // anything else starts. Fails with `unavailable` when the address cannot
+  // be resolved or bound. Idempotent once it succeeded.
+  Status Listen();
+  // Binds (unless Listen() did) and starts serving with `handler` (not
+  // owned; must outlive the server's threads, i.e. until Stop() returns).
   Status Start(HttpHandler* handler);
-  // The address actually bound, e.g. "127.0.0.1:41234". REQUIRES: Start() ok.
+  // The address actually bound, e.g. "127.0.0.1:41234". REQUIRES: Listen()
+  // or Start() ok.
   std::string bound_address() const;
   // Requests handed to the handler and not yet answered.
   int64_t in_flight_requests() const;

@@ -114,6 +114,13 @@ bool IsJsonContentType(std::optional<std::string_view> content_type) {
          });
 }
 
+bool IsNdjsonContentType(std::optional<std::string_view> content_type) {
+  if (IsJsonContentType(content_type)) return true;
+  std::string media(TrimOws(content_type->substr(0, content_type->find(';'))));
+  for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return media == "application/x-ndjson" || media == "application/jsonl";
+}
+
 Result<boost::json::value> ParseJsonBody(std::string_view body) {
   Result<boost::json::value> value = ParseJson(body);
   if (!value.ok() && value.status().code() == ErrorCode::kInvalidJson) {

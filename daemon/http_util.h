@@ -41,6 +41,9 @@ bool ParseUint64(std::string_view text, uint64_t* out);
 // True for a missing Content-Type and for application/json with any
 // parameters (docs/api.md); false for every other media type.
 bool IsJsonContentType(std::optional<std::string_view> content_type);
+// The body of an import: true for a missing Content-Type, application/json,
+// application/x-ndjson and application/jsonl (any parameters).
+bool IsNdjsonContentType(std::optional<std::string_view> content_type);
 
 // Parses a request body with ParseJson() (util/json_parse.h): invalid JSON
 // (including invalid UTF-8 and nesting deeper than kMaxParseDepth) is

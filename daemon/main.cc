@@ -1,6 +1,8 @@
 // feedd: the change-feed document-store daemon.
 //
-// Start-up: configuration (daemon/options.h), storage, HTTP API, then the
+// Start-up: configuration (daemon/options.h); the API and metrics ports are
+// bound before storage opens (a taken port fails start-up without touching
+// the data directory); storage, Kafka, processors; the API serves; then the
 // --ready-file. SIGTERM/SIGINT stop it in reverse order (HTTP gracefully,
 // then storage) and exit 0; a second signal while stopping kills it at once.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
@@ -18,6 +20,7 @@
 #include "daemon/api_router.h"
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
+#include "daemon/import_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -25,6 +28,7 @@
 #include "daemon/systemd_notifier.h"
 #include "daemon/worker_main.h"
 #include "feed/embedded_broker.h"
+#include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
@@ -95,8 +99,27 @@ int Run(const DaemonConfig& config) {
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
 
-  // Metrics first: the store and processors feed its histograms.
+  // Both ports first: a taken one stops start-up before the data directory
+  // is opened (and locked). API connections wait in the backlog until the
+  // API serves; /metrics serves the registry at once.
   MetricsServer metrics;
+  HttpProbe http_probe(metrics.registry());
+  // Before the server: an import's last callbacks may run as its
+  // io_context is destroyed.
+  ImportProbe import_probe(metrics.registry());
+  HttpServer http(HttpOptions(config, &http_probe));
+  if (Status s = http.Listen(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
+    return kExitStartupFailure;
+  }
+  Result<std::string> metrics_address = metrics.Start(
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms));
+  if (!metrics_address.ok()) {
+    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
+    return kExitStartupFailure;
+  }
+
+  // The store and processors feed the metrics' histograms.
   StoreOptions store_options = config.store;
   store_options.on_group_commit = metrics.GroupCommitObserver();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
@@ -123,7 +146,7 @@ int Run(const DaemonConfig& config) {
   const bool embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
   if (config.kafka.brokers != KafkaBrokers::kNone) {
     if (embedded) {
-      auto started = EmbeddedBroker::Start();
+      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
       if (!started.ok()) {
         FEEDD_LOG(kError, "main") << started.status().ToString();
         return kExitStartupFailure;
@@ -133,6 +156,12 @@ int Run(const DaemonConfig& config) {
         Status s =
             broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
         if (!s.ok()) {
+          FEEDD_LOG(kError, "main") << s.ToString();
+          return kExitStartupFailure;
+        }
+      }
+      if (config.kafka.heartbeat_interval_ms > 0) {
+        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
           FEEDD_LOG(kError, "main") << s.ToString();
           return kExitStartupFailure;
         }
@@ -170,8 +199,6 @@ int Run(const DaemonConfig& config) {
     }
   }
 
-  HttpProbe http_probe(metrics.registry());
-  HttpServer http(HttpOptions(config, &http_probe));
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
@@ -181,6 +208,11 @@ int Run(const DaemonConfig& config) {
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
   router_options.polls_waiting = metrics.PollsWaitingGauge();
+  router_options.import_limits.batch_bytes = config.import_batch_bytes;
+  router_options.import_limits.sync_bytes = config.import_sync_bytes;
+  router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
+  router_options.import_max_concurrent = config.import_max_concurrent;
+  router_options.import_probe = &import_probe;
   ApiRouter router(store.get(), router_options, http.io_context());
   MeteredHandler metered_router(&router, &http_probe, &ApiRouter::RouteTemplate);
 
@@ -213,15 +245,10 @@ int Run(const DaemonConfig& config) {
   std::string api = http.bound_address();
   FEEDD_LOG(kInfo, "main") << "api listening on " << api;
 
+  // The exposer holds collectables weakly: this one lives until the end.
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
                                                 config.store.data_dir);
-  Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms), state);
-  if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
-    shut_down();
-    return kExitStartupFailure;
-  }
+  metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
 
   if (!config.ready_file.empty()) {

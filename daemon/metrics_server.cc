@@ -94,8 +94,7 @@ std::function<void(const std::string&, double)> MetricsServer::ViewCommitObserve
 }
 
 Result<std::string> MetricsServer::Start(const HostPort& listen,
-                                         std::chrono::milliseconds request_timeout,
-                                         std::shared_ptr<prometheus::Collectable> state) {
+                                         std::chrono::milliseconds request_timeout) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", listen.ToString(), "num_threads", std::to_string(kServingThreads),
@@ -105,11 +104,14 @@ Result<std::string> MetricsServer::Start(const HostPort& listen,
                   "cannot serve metrics on " + listen.ToString() + ": " + ListenError(listen));
   }
   exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(state);
   std::vector<int> ports = exposer_->GetListeningPorts();
   HostPort bound = listen;
   if (!ports.empty()) bound.port = static_cast<uint16_t>(ports.front());
   return bound.ToString();
+}
+
+void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> state) {
+  exposer_->RegisterCollectable(state);
 }
 
 }  // namespace feedd

@@ -6,8 +6,8 @@
 // thread for that long at most.
 //
 // Thread-safety: the observer functions may be called from any thread.
-// Ownership: owns the registry and exposer; the collectable given to Start()
-// is shared with the exposer.
+// Ownership: owns the registry and exposer; a collectable given to
+// AddCollectable() is shared with the exposer.
 #pragma once
 
 #include <prometheus/exposer.h>
@@ -39,11 +39,14 @@ class MetricsServer {
   // ApiRouter::Options::polls_waiting.
   prometheus::Gauge* PollsWaitingGauge() { return &polls_waiting_; }
 
-  // Serves the registry and `state` on `listen`, dropping a client after
+  // Binds `listen` and serves the registry there, dropping a client after
   // `request_timeout` without progress; returns the bound HOST:PORT. Fails
   // with `unavailable` naming the cause (e.g. "Address already in use").
-  Result<std::string> Start(const HostPort& listen, std::chrono::milliseconds request_timeout,
-                            std::shared_ptr<prometheus::Collectable> state);
+  // Called before storage opens, so a taken port stops start-up first.
+  Result<std::string> Start(const HostPort& listen, std::chrono::milliseconds request_timeout);
+  // Serves `state` too (a collector of what starts after Start(): the store,
+  // the publisher, processors). REQUIRES: Start() ok.
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> state);
   // Stops serving (before what the collectable samples goes away).
   void Stop() { exposer_.reset(); }
 

@@ -245,6 +245,25 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 64 * 1024 * kMiB, &c.http_max_buffered_bytes);
      }},
+    {"import.batch_mb", "4",
+     "a bulk import writes its items in WriteBatches of about this many MiB (1..256)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 256, &c.import_batch_bytes);
+       c.import_batch_bytes *= kMiB;
+       return s;
+     }},
+    {"import.sync_mb", "64",
+     "a bulk import syncs the WAL once per this many MiB written, and at its end (1..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 65536, &c.import_sync_bytes);
+       c.import_sync_bytes *= kMiB;
+       return s;
+     }},
+    {"import.max_concurrent", "2",
+     "bulk imports running at once, at most; more are answered 503 (1..64)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 1, 64, &c.import_max_concurrent);
+     }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
     {"metrics.request_timeout_ms", "3000",
@@ -317,6 +336,22 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
+    {"kafka.resolved_interval_ms", "0",
+     "resolved markers to every partition at most this often, when something was published "
+     "(docs/kafka.md, 'Resolved markers'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.resolved_interval_ms);
+     }},
+    {"kafka.heartbeat_interval_ms", "0",
+     "a heartbeat to <topic_prefix>__heartbeat this often, written or not (docs/kafka.md, "
+     "'Heartbeats'); 0: none (0..3600000)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 3600000, &c.kafka.heartbeat_interval_ms);
+     }},
+    {"kafka.embedded_port", "0", "bootstrap port of the embedded broker; 0: a free port (0..65535)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 65535, &c.kafka.embedded_port);
+     }},
     {"processors.enabled", "true",
      "run the processors ([processor.<name>] sections, or the scenario's three views)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},
@@ -331,12 +366,12 @@ const OptionSpec kOptions[] = {
        c.ready_file = std::string(v);
        return Status::Ok();
      }},
-    {"worker.api", "127.0.0.1:8080", "feedd worker: the daemon's HTTP API, HOST:PORT",
+    {"worker.api", "127.0.0.1:8080",
+     "feedd worker: the daemon's HTTP API, HOST:PORT or http://HOST:PORT",
      [](std::string_view v, DaemonConfig& c) {
-       HostPort parsed;
-       Status s = ParseHostPortInto(v, &parsed);
-       if (s.ok()) c.worker_api = parsed.ToString();
-       return s;
+       Result<HostPort> parsed = ParseApiAddress(v);
+       if (parsed.ok()) c.worker_api = parsed->ToString();
+       return parsed.status();
      }},
     {"worker.processors", "",
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
@@ -368,12 +403,13 @@ const OptionSpec kOptions[] = {
 struct Alias {
   const char* name;
   const char* option;
+  const char* value_name;  // in --help
 };
 const Alias kAliases[] = {
-    {"data-dir", "storage.data_dir"},
-    {"listen", "http.listen"},
-    {"metrics-listen", "metrics.listen"},
-    {"ready-file", "ready_file"},
+    {"data-dir", "storage.data_dir", "DIR"},
+    {"listen", "http.listen", "HOST:PORT"},
+    {"metrics-listen", "metrics.listen", "HOST:PORT"},
+    {"ready-file", "ready_file", "PATH"},
 };
 
 std::string EnvName(std::string_view option) {
@@ -389,12 +425,11 @@ Status ConfigError(std::string message) {
 }
 
 po::options_description ConfigDescription() {
-  po::options_description desc(
-      "Configuration options (INI [section] key, --section.key, "
-      "FEEDD_SECTION_KEY)");
+  po::options_description desc("Configuration options");
   for (const OptionSpec& spec : kOptions) {
-    desc.add_options()(spec.name, po::value<std::string>()->default_value(spec.default_value),
-                       spec.description);
+    desc.add_options()(
+        spec.name, po::value<std::string>()->value_name("VALUE")->default_value(spec.default_value),
+        spec.description);
   }
   return desc;
 }
@@ -405,11 +440,12 @@ po::options_description CommandLineOnlyDescription() {
       ("help", "print this help and exit")                     //
       ("version", "print the version and exit")                //
       ("check-config", "validate the configuration and exit")  //
-      ("config", po::value<std::string>(), "INI configuration file");
+      ("config", po::value<std::string>()->value_name("FILE"), "INI configuration file");
   for (const Alias& alias : kAliases) {
     std::string help = "same as --";
     help += alias.option;
-    desc.add_options()(alias.name, po::value<std::string>(), help.c_str());
+    desc.add_options()(alias.name, po::value<std::string>()->value_name(alias.value_name),
+                       help.c_str());
   }
   return desc;
 }
@@ -671,9 +707,16 @@ Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* c
 
 std::string OptionsHelp() {
   std::ostringstream out;
-  out << "Usage: feedd [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
-         "             [--metrics-listen HOST:PORT] [--kafka.brokers embedded|HOST:PORT,...]\n"
-         "             [--ready-file PATH] [--<section>.<key>=VALUE ...]\n\n"
+  out << "Usage: feedd [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [OPTION]...\n"
+         "  or:  feedd --check-config [--config FILE] [OPTION]...\n"
+         "  or:  feedd worker [--config FILE] [--worker.api HOST:PORT] [OPTION]...\n"
+         "A JSON document store over HTTP whose every write is appended to a durable,\n"
+         "LSN-ordered change feed, published to Kafka and kept in views by processors.\n"
+         "\n"
+         "Each configuration option section.key is the INI key `key` under [section],\n"
+         "the command-line option --section.key=VALUE and the environment variable\n"
+         "FEEDD_SECTION_KEY; the command line wins over the environment, which wins\n"
+         "over the file.\n\n"
       << CommandLineOnlyDescription() << "\n"
       << ConfigDescription() << "\n"
       << "Dynamic keys (INI or --KEY=VALUE on the command line):\n"
@@ -683,7 +726,21 @@ std::string OptionsHelp() {
          "  container.<name>.writers        any (default) | processors: only processors\n"
          "                                  write it, clients get 403 derived_container\n"
          "  kafka.<property>                librdkafka property, passed through\n"
-         "  processor.<name>.<key>          processor settings\n";
+         "  processor.<name>.<key>          processor settings\n"
+         "\n"
+         "Exit status:\n"
+         "  0    stopped by SIGTERM or SIGINT; --help, --version, --check-config passed\n"
+         "  1    start-up failure: a port taken, storage or Kafka cannot start;\n"
+         "       feedd worker --worker.verify=true: a view differs\n"
+         "  2    bad configuration (systemd does not restart it)\n"
+         "\n"
+         "Environment:\n"
+         "  FEEDD_<SECTION>_<KEY>    any option of the table, e.g. FEEDD_HTTP_LISTEN\n"
+         "  NOTIFY_SOCKET            systemd notification (READY=1, WATCHDOG=1)\n"
+         "  JOURNAL_STREAM           log lines carry the syslog priority, not the time\n"
+         "\n"
+         "Files:\n"
+         "  /etc/feedd/feedd.conf    the configuration of the packaged service\n";
   return out.str();
 }
 

@@ -51,6 +51,11 @@ struct DaemonConfig {
   uint32_t http_max_connections = 0;
   uint64_t http_max_buffered_bytes = 0;
 
+  // import.*: bulk imports (daemon/import_stream.h).
+  uint64_t import_batch_bytes = 0;
+  uint64_t import_sync_bytes = 0;
+  uint32_t import_max_concurrent = 0;
+
   HostPort metrics_listen;
   uint32_t metrics_request_timeout_ms = 0;
 

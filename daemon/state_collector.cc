@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "daemon/metric_families.h"
+#include "feed/bootstrap_relay.h"
 
 namespace feedd {
 namespace {
@@ -180,6 +181,16 @@ std::vector<MetricFamily> StateCollector::Collect() const {
     f.Counter("feedd_kafka_duplicates_skipped_total",
               "Changes found already in Kafka on recovery, not sent again",
               static_cast<double>(p.duplicates_skipped));
+    f.Gauge("feedd_kafka_resolved_lsn",
+            "LSN of the last resolved-marker round every partition acknowledged",
+            static_cast<double>(p.resolved_lsn));
+    f.Counter("feedd_kafka_resolved_markers_total", "Resolved markers acknowledged by the broker",
+              static_cast<double>(p.resolved_markers));
+    f.Counter("feedd_kafka_heartbeats_total", "Heartbeats acknowledged by the broker",
+              static_cast<double>(p.heartbeats));
+    f.Counter("feedd_kafka_embedded_relay_refused_total",
+              "Connections to kafka.embedded_port refused over the relay's limit",
+              static_cast<double>(BootstrapRelay::RefusedTotal()));
     f.Gauge("feedd_kafka_inflight_messages", "Messages awaiting delivery",
             static_cast<double>(p.inflight_messages));
     f.Gauge("feedd_kafka_broker_up", "1 while a Kafka broker answers", p.connected ? 1 : 0);

@@ -29,6 +29,10 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
               s.unrecoverable_gaps, labels);
     f.Counter("feedd_worker_assignment_errors_total",
               "partition assignment changes librdkafka refused", s.assignment_errors, labels);
+    f.Gauge("feedd_worker_resolved_lsn",
+            "every change up to this LSN of the assigned partitions is applied or parked "
+            "(resolved markers)",
+            static_cast<double>(s.resolved_lsn), labels);
     f.Counter("feedd_worker_rebalances_total", "partition assignments received", s.rebalances,
               labels);
     f.Counter("feedd_worker_view_collisions_total",

@@ -138,14 +138,14 @@ int RunWorker(const DaemonConfig& config) {
   }
   // The exposer holds collectables weakly: this one lives until the end.
   auto collector = std::make_shared<WorkerCollector>(&workers);
-  auto address =
-      metrics.Start(config.worker_metrics_listen,
-                    std::chrono::milliseconds(config.metrics_request_timeout_ms), collector);
+  auto address = metrics.Start(config.worker_metrics_listen,
+                               std::chrono::milliseconds(config.metrics_request_timeout_ms));
   if (!address.ok()) {
     FEEDD_LOG(kError, "worker") << address.status().message();
     stop_all();
     return finish(kExitStartupFailure);
   }
+  metrics.AddCollectable(collector);
   FEEDD_LOG(kInfo, "worker") << "ready: " << workers.size() << " processor(s), metrics on http://"
                              << *address << "/metrics";
   // Healthy while every processor can report its status: a worker whose

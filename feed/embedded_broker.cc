@@ -3,12 +3,14 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <charconv>
+
 #include "feed/kafka_conf.h"
 #include "util/logging.h"
 
 namespace feedd {
 
-Result<std::unique_ptr<EmbeddedBroker>> EmbeddedBroker::Start(int brokers) {
+Result<std::unique_ptr<EmbeddedBroker>> EmbeddedBroker::Start(int brokers, uint16_t port) {
   std::unique_ptr<EmbeddedBroker> broker(new EmbeddedBroker());
   // The hosting handle never connects anywhere; keep it quiet.
   Result<KafkaConfPtr> conf = NewKafkaConf({{"log_level", "3"}});
@@ -24,8 +26,27 @@ Result<std::unique_ptr<EmbeddedBroker>> EmbeddedBroker::Start(int brokers) {
     return Status(ErrorCode::kUnavailable, "embedded broker: cannot create the mock cluster");
   }
   broker->bootstrap_ = rd_kafka_mock_cluster_bootstraps(broker->cluster_);
-  FEEDD_LOG(kInfo, "kafka") << "embedded broker (in-memory, for development and tests) at "
-                            << broker->bootstrap_;
+  if (port != 0) {
+    // "127.0.0.1:PORT[,...]": relay to the first broker.
+    const std::string first = broker->bootstrap_.substr(0, broker->bootstrap_.find(','));
+    const size_t colon = first.rfind(':');
+    uint16_t target = 0;
+    if (colon == std::string::npos ||
+        std::from_chars(first.data() + colon + 1, first.data() + first.size(), target).ec !=
+            std::errc() ||
+        target == 0) {
+      return Status(ErrorCode::kInternal, "embedded broker: unexpected address " + first);
+    }
+    Result<std::unique_ptr<BootstrapRelay>> relay = BootstrapRelay::Start(port, target);
+    if (!relay.ok()) return relay.status();
+    broker->relay_ = std::move(*relay);
+    broker->bootstrap_ = "127.0.0.1:" + std::to_string(port);
+  }
+  FEEDD_LOG(kInfo, "kafka")
+      << "embedded broker (in-memory, for development and tests) at " << broker->bootstrap_
+      << (port != 0 ? " (a relay to " +
+                          std::string(rd_kafka_mock_cluster_bootstraps(broker->cluster_)) + ")"
+                    : "");
   return broker;
 }
 
@@ -39,6 +60,7 @@ Status EmbeddedBroker::CreateTopic(const std::string& topic, int partitions) {
 }
 
 EmbeddedBroker::~EmbeddedBroker() {
+  relay_.reset();  // no new connection to a broker going away
   if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
   if (host_ != nullptr) rd_kafka_destroy(host_);
 }

@@ -26,7 +26,9 @@ boost::json::object Debezium(const KafkaOptions& options, const ChangeRecord& re
   boost::json::object out;
   out["before"] = native["before"];
   out["after"] = native["after"];
-  out["op"] = DebeziumOp(record.op);
+  // An imported item is Debezium's snapshot read: op "r", source.snapshot.
+  const bool imported = native.contains("import");
+  out["op"] = imported ? "r" : DebeziumOp(record.op);
   out["ts_ms"] = record.ts_ms;
   boost::json::object source;
   source["connector"] = "feedd";
@@ -35,6 +37,7 @@ boost::json::object Debezium(const KafkaOptions& options, const ChangeRecord& re
   source["lsn"] = record.lsn;
   source["partitionKey"] = record.partition_key;
   source["id"] = record.id;
+  if (imported) source["snapshot"] = "true";
   // Debezium has no fields for a shrunk envelope: the flags go in `source`.
   if (native.contains("beforeOmitted")) source["beforeOmitted"] = true;
   if (native.contains("afterOmitted")) source["afterOmitted"] = true;
@@ -116,6 +119,28 @@ KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& re
   KafkaMessage m;
   m.topic = TopicFor(options, record.container);
   m.key = MessageKeyFor(options, record);
+  return m;
+}
+
+std::string HeartbeatTopic(const KafkaOptions& options) {
+  return options.topic_prefix + "__heartbeat";
+}
+
+KafkaMessage EncodeHeartbeat(const KafkaOptions& options, uint64_t now_ms, Lsn published) {
+  KafkaMessage m;
+  m.topic = HeartbeatTopic(options);
+  m.key = boost::json::serialize(boost::json::object{{"serverName", options.instance_name}});
+  m.value =
+      boost::json::serialize(boost::json::object{{"ts_ms", now_ms}, {"publishedLsn", published}});
+  return m;
+}
+
+KafkaMessage EncodeResolvedMarker(const KafkaOptions& options, const std::string& container,
+                                  Lsn resolved) {
+  KafkaMessage m;
+  m.topic = TopicFor(options, container);
+  m.key = std::string(kResolvedKey);
+  m.value = boost::json::serialize(boost::json::object{{"resolved", resolved}});
   return m;
 }
 

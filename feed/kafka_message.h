@@ -52,4 +52,21 @@ KafkaMessage EncodeChange(const KafkaOptions& options, const ChangeRecord& recor
 // The tombstone that follows a delete when options.tombstones is set.
 KafkaMessage EncodeTombstone(const KafkaOptions& options, const ChangeRecord& record);
 
+// A heartbeat (docs/kafka.md, "Heartbeats"), as Debezium's: to
+// HeartbeatTopic() (<topic_prefix>__heartbeat; no container topic starts with
+// '_'), partition 0, key {"serverName":<instance_name>}, value
+// {"ts_ms":<now>,"publishedLsn":N} with N as in a resolved marker.
+std::string HeartbeatTopic(const KafkaOptions& options);
+KafkaMessage EncodeHeartbeat(const KafkaOptions& options, uint64_t now_ms, Lsn published);
+
+// A resolved marker (docs/kafka.md, "Resolved markers"): "every change up to
+// LSN N of this topic's container is in Kafka". Its key is kResolvedKey (an
+// item key is a JSON array, so it never is one), its value
+// {"resolved":N} in both envelopes, its headers kResolvedHeader = N and
+// feedd-container; it has no feedd-lsn header, so readers of changes skip it.
+inline constexpr std::string_view kResolvedKey = "feedd-resolved";
+inline constexpr const char* kResolvedHeader = "feedd-resolved";
+KafkaMessage EncodeResolvedMarker(const KafkaOptions& options, const std::string& container,
+                                  Lsn resolved);
+
 }  // namespace feedd

@@ -54,6 +54,17 @@ struct KafkaOptions {
   // Back-pressure: at most this many messages / bytes awaiting delivery.
   size_t max_inflight_messages = 20000;
   size_t max_inflight_bytes = 64u * 1024 * 1024;
+  // Resolved markers (docs/kafka.md, "Resolved markers"): every this many
+  // milliseconds, when something was published since the last round, every
+  // partition of every topic gets a marker "every change up to LSN N is in
+  // Kafka". 0 (the default): no markers, since a consumer written for the
+  // change envelope alone would take a marker for a change.
+  uint32_t resolved_interval_ms = 0;
+  // Heartbeats (docs/kafka.md, "Heartbeats"), Debezium's model: every this
+  // many milliseconds, written or not, one message to HeartbeatTopic(). 0: none.
+  uint32_t heartbeat_interval_ms = 0;
+  // The embedded broker's bootstrap port; 0: a free port chosen at start.
+  uint16_t embedded_port = 0;
   // Name in the Debezium `source.name` field.
   std::string instance_name = "feedd";
   // librdkafka properties (linger.ms, security.protocol, sasl.*, ...).

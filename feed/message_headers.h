@@ -1,6 +1,6 @@
 // The headers of a consumed Kafka message as feedd's publisher writes them
-// (feedd-lsn, feedd-op, feedd-container, feedd-id, feedd-partition-key;
-// docs/kafka.md), for the
+// (feedd-lsn, feedd-op, feedd-container, feedd-id, feedd-partition-key, and
+// feedd-resolved on resolved markers; docs/kafka.md), for the
 // components that read feedd's topics back: publisher recovery, processor
 // instances and feedd worker.
 //
@@ -56,5 +56,11 @@ inline std::string PartitionKeyOf(const rd_kafka_message_t* m) {
 
 // The message's feedd-lsn header, or 0.
 inline Lsn LsnHeader(const rd_kafka_message_t* m) { return ParseLsn(HeaderValue(m, "feedd-lsn")); }
+
+// The LSN a resolved marker vouches for (its feedd-resolved header), or 0
+// when the message is not a resolved marker.
+inline Lsn ResolvedHeader(const rd_kafka_message_t* m) {
+  return ParseLsn(HeaderValue(m, "feedd-resolved"));
+}
 
 }  // namespace feedd

@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "feed/kafka_conf.h"
@@ -10,10 +11,10 @@
 
 namespace feedd {
 
-Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::string>& properties,
-                                             const std::map<std::string, int>& partitions,
-                                             uint64_t after_lsn, int64_t max_per_partition,
-                                             std::chrono::milliseconds timeout) {
+Result<PublishedTail> ReadPublishedLsns(const std::map<std::string, std::string>& properties,
+                                        const std::map<std::string, int>& partitions,
+                                        uint64_t after_lsn, int64_t max_per_partition,
+                                        std::chrono::milliseconds timeout) {
   std::map<std::string, std::string> props = properties;
   props["enable.auto.commit"] = "false";
   // consumer_poll() needs a group id; assign() never joins the group.
@@ -28,7 +29,7 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
   }
   conf->release();  // rd_kafka_new() took it
 
-  std::set<uint64_t> lsns;
+  PublishedTail tail;
   std::map<std::pair<std::string, int>, int64_t> end_offsets;  // partitions still to read
   rd_kafka_topic_partition_list_t* assignment = rd_kafka_topic_partition_list_new(8);
   Status status;
@@ -55,7 +56,8 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
       rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer, 50);
       if (msg == nullptr) continue;
       if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (Lsn lsn = LsnHeader(msg); lsn > after_lsn) lsns.insert(lsn);
+        if (Lsn lsn = LsnHeader(msg); lsn > after_lsn) tail.lsns.insert(lsn);
+        tail.resolved = std::max(tail.resolved, ResolvedHeader(msg));
         auto it = end_offsets.find({rd_kafka_topic_name(msg->rkt), msg->partition});
         if (it != end_offsets.end() && msg->offset + 1 >= it->second) end_offsets.erase(it);
       }
@@ -72,7 +74,7 @@ Result<std::set<uint64_t>> ReadPublishedLsns(const std::map<std::string, std::st
   rd_kafka_consumer_close(consumer);
   rd_kafka_destroy(consumer);
   if (!status.ok()) return status;
-  return lsns;
+  return tail;
 }
 
 }  // namespace feedd

@@ -9,9 +9,11 @@
 #include <set>
 #include <thread>
 
+#include "feed/embedded_broker.h"
 #include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
+#include "feed/retained_tail.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -31,9 +33,24 @@ struct InFlight {
   size_t bytes = 0;
 };
 
-// The delivery-report opaque of a message is its change's LSN.
+// One round of resolved markers, one per partition of every topic.
+struct MarkerRound {
+  int remaining = 0;  // markers awaiting their delivery report
+  bool failed = false;
+};
+
+// The delivery-report opaque of a message is its change's LSN, or, for a
+// resolved marker, the LSN it vouches for with kMarkerBit set (LSNs stay
+// far below 2^63).
+constexpr uintptr_t kMarkerBit = uintptr_t{1} << 63;
+// A heartbeat's opaque (docs/kafka.md, "Heartbeats"): no LSN is that high.
+void* const kHeartbeatOpaque = reinterpret_cast<void*>(uintptr_t{1} << 62);
 void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
-Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p)); }
+void* MarkerOpaque(Lsn lsn) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn) | kMarkerBit);
+}
+bool IsMarkerOpaque(void* p) { return (reinterpret_cast<uintptr_t>(p) & kMarkerBit) != 0; }
+Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p) & ~kMarkerBit); }
 
 }  // namespace
 
@@ -67,14 +84,16 @@ class Publisher::Impl {
     start = published_;
     if (embedded_) {
       // An in-memory broker starts empty: republish what any registered
-      // consumer still needs.
+      // consumer still needs (and, see Run(), the retained tail).
       for (const auto& c : store_->Consumers()) start = std::min(start, c.acked);
     }
     start = std::max(start, store_->OldestRetainedLsn() - 1);
     published_ = start;
     next_ = start + 1;
-    published_snapshot_ = published_;
+    // A fresh embedded broker holds nothing until Run() chose what to republish.
+    published_snapshot_ = embedded_ ? store_->OldestRetainedLsn() - 1 : published_;
     acked_to_store_ = start;
+    resolved_sent_ = start;  // a marker only for what this run publishes
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
     thread_ = std::thread([this] {
       SetThreadName("feedd-publish");
@@ -135,6 +154,9 @@ class Publisher::Impl {
     s.envelopes_undecodable = envelopes_undecodable_.load();
     s.inflight_messages = inflight_messages_.load();
     s.inflight_bytes = inflight_bytes_.load();
+    s.resolved_lsn = resolved_lsn_.load();
+    s.resolved_markers = resolved_markers_.load();
+    s.heartbeats = heartbeats_.load();
     return s;
   }
 
@@ -196,6 +218,8 @@ class Publisher::Impl {
 
   // ---- callbacks (publisher thread, inside rd_kafka_poll) ----
   void OnDelivery(const rd_kafka_message_t* m) {
+    if (IsMarkerOpaque(m->_private)) return OnMarkerDelivery(m);
+    if (m->_private == kHeartbeatOpaque) return OnHeartbeatDelivery(m);
     Lsn lsn = OpaqueLsn(m->_private);
     auto it = inflight_.find(lsn);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -237,6 +261,7 @@ class Publisher::Impl {
 
   // ---- the publisher thread ----
   void Run() {
+    if (embedded_) StartAtTheRetainedTail();
     auto backoff = std::chrono::milliseconds(200);
     while (!Stopping()) {
       if (!prepared_) {
@@ -272,6 +297,28 @@ class Publisher::Impl {
     AckStore(true);
   }
 
+  // An in-memory broker starts empty: republish at least the newest part of
+  // the retained feed that fits its window, for consumers reading from the
+  // beginning. Here, not in Start(): finding it reads megabytes of the feed,
+  // which must not hold up the daemon's start.
+  void StartAtTheRetainedTail() {
+    Result<Lsn> tail = RetainedTailStart(*store_, options_, options_.partitions,
+                                         EmbeddedBroker::kRepublishBytesPerPartition);
+    if (!tail.ok()) {
+      SetError("finding the retained tail to republish: " + tail.status().ToString());
+    } else if (Lsn start =
+                   std::max(std::min(published_, *tail - 1), store_->OldestRetainedLsn() - 1);
+               start < published_) {
+      FEEDD_LOG(kInfo, "kafka") << "republishing the retained tail from LSN " << start + 1
+                                << " into the embedded broker";
+      published_ = start;
+      next_ = start + 1;
+      acked_to_store_ = start;
+      resolved_sent_ = start;
+    }
+    published_snapshot_ = published_;
+  }
+
   Status Prepare() {
     std::map<std::string, int> counts;
     if (Status s = EnsureTopics(&counts); !s.ok()) return s;
@@ -279,11 +326,13 @@ class Publisher::Impl {
                                    static_cast<int64_t>(options_.max_inflight_messages),
                                    std::chrono::seconds(10));
     if (!found.ok()) return found.status();
-    if (!found->empty()) {
-      FEEDD_LOG(kInfo, "kafka") << found->size() << " changes after LSN " << published_
+    if (!found->lsns.empty()) {
+      FEEDD_LOG(kInfo, "kafka") << found->lsns.size() << " changes after LSN " << published_
                                 << " are already in Kafka; they will not be sent again";
     }
-    already_in_kafka_.insert(found->begin(), found->end());
+    already_in_kafka_.insert(found->lsns.begin(), found->lsns.end());
+    // Only with a lost checkpoint can an earlier marker be above it.
+    resolved_sent_ = std::max(resolved_sent_, found->resolved);
     partition_counts_ = std::move(counts);
     connected_ = true;
     prepared_ = true;
@@ -304,13 +353,16 @@ class Publisher::Impl {
       }
     }
     rd_kafka_metadata_destroy(md);
-    std::vector<std::string> missing;
+    std::map<std::string, int> missing;  // topic -> partitions to create it with
     for (const auto& [container, topic] : topics_) {
-      if (existing.count(topic) == 0) missing.push_back(topic);
+      if (existing.count(topic) == 0) missing[topic] = options_.partitions;
+    }
+    if (options_.heartbeat_interval_ms > 0 && existing.count(HeartbeatTopic(options_)) == 0) {
+      missing[HeartbeatTopic(options_)] = 1;
     }
     if (!missing.empty()) {
       if (!options_.create_topics) {
-        return Status(ErrorCode::kUnavailable, "topic " + missing[0] +
+        return Status(ErrorCode::kUnavailable, "topic " + missing.begin()->first +
                                                    " does not exist and kafka.create_topics is "
                                                    "false; create it or allow creation");
       }
@@ -321,12 +373,12 @@ class Publisher::Impl {
     return Status::Ok();
   }
 
-  Status CreateTopics(const std::vector<std::string>& names) {
+  Status CreateTopics(const std::map<std::string, int>& partitions) {
     char err[512];
     std::vector<rd_kafka_NewTopic_t*> topics;
-    for (const auto& name : names) {
-      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), options_.partitions,
-                                             options_.replication_factor, err, sizeof(err)));
+    for (const auto& [name, count] : partitions) {
+      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), count, options_.replication_factor, err,
+                                             sizeof(err)));
     }
     rd_kafka_queue_t* queue = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, topics.data(), topics.size(), nullptr, queue);
@@ -346,8 +398,11 @@ class Publisher::Impl {
       for (size_t i = 0; i < n; ++i) {
         rd_kafka_resp_err_t te = rd_kafka_topic_result_error(results[i]);
         if (te == RD_KAFKA_RESP_ERR_NO_ERROR) {
-          FEEDD_LOG(kInfo, "kafka") << "created topic " << rd_kafka_topic_result_name(results[i])
-                                    << " (" << options_.partitions << " partitions)";
+          const std::string name = rd_kafka_topic_result_name(results[i]);
+          const auto count = partitions.find(name);
+          FEEDD_LOG(kInfo, "kafka")
+              << "created topic " << name << " (" << (count != partitions.end() ? count->second : 0)
+              << " partitions)";
         } else if (te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
           status =
               Status(ErrorCode::kUnavailable, std::string("cannot create topic ") +
@@ -392,6 +447,8 @@ class Publisher::Impl {
     rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
     AdvanceCheckpoint();
     AckStore(false);
+    SendResolvedMarkers();
+    SendHeartbeat();
     if (inflight_messages_.load() == 0 && next_ > store_->HeadLsn()) WaitForChanges();
   }
 
@@ -470,6 +527,109 @@ class Publisher::Impl {
     ++inflight_[record.lsn].remaining;
     ++inflight_messages_;
     inflight_bytes_ += len;
+  }
+
+  // ---- resolved markers (docs/kafka.md, "Resolved markers") ----
+  // Every resolved_interval_ms, when the persisted checkpoint moved since
+  // the last round: a marker with it to every partition of every topic. The
+  // checkpoint only counts delivered changes, and it is persisted first, so
+  // a marker is never ahead of the broker, and a restarted publisher (which
+  // starts at the persisted checkpoint) never sends a lower one.
+  void SendResolvedMarkers() {
+    if (options_.resolved_interval_ms == 0 || acked_to_store_ <= resolved_sent_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_resolved_round_ < std::chrono::milliseconds(options_.resolved_interval_ms)) {
+      return;
+    }
+    const Lsn resolved = acked_to_store_;
+    const std::string header = std::to_string(resolved);
+    int sent = 0;
+    for (const auto& [container, topic] : topics_) {
+      const KafkaMessage marker = EncodeResolvedMarker(options_, container, resolved);
+      const auto count = partition_counts_.find(topic);
+      if (count == partition_counts_.end()) continue;
+      for (int32_t partition = 0; partition < count->second; ++partition) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            producer_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(marker.key.data(), marker.key.size()),
+            RD_KAFKA_V_VALUE(const_cast<char*>(marker.value->data()), marker.value->size()),
+            RD_KAFKA_V_HEADER(kResolvedHeader, header.data(), static_cast<ssize_t>(header.size())),
+            RD_KAFKA_V_HEADER("feedd-container", container.data(),
+                              static_cast<ssize_t>(container.size())),
+            RD_KAFKA_V_OPAQUE(MarkerOpaque(resolved)), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          // The next round covers this partition; markers stay monotonic.
+          SetError("resolved marker " + header + " to " + topic + "/" + std::to_string(partition) +
+                   ": " + rd_kafka_err2str(e));
+          continue;
+        }
+        ++sent;
+        ++inflight_messages_;
+        inflight_bytes_ += marker.value->size();
+      }
+    }
+    if (sent > 0) marker_rounds_[resolved].remaining += sent;
+    resolved_sent_ = resolved;
+    last_resolved_round_ = now;
+  }
+
+  void OnMarkerDelivery(const rd_kafka_message_t* m) {
+    const Lsn resolved = OpaqueLsn(m->_private);
+    --inflight_messages_;
+    inflight_bytes_ -= m->len;
+    auto round = marker_rounds_.find(resolved);
+    if (round == marker_rounds_.end()) return;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // Not a change: nothing to rewind; the next round carries a higher LSN.
+      ++delivery_errors_;
+      SetError("delivery of the resolved marker " + std::to_string(resolved) + " to " +
+               rd_kafka_topic_name(m->rkt) + "/" + std::to_string(m->partition) +
+               " failed: " + rd_kafka_err2str(m->err));
+      round->second.failed = true;
+    } else {
+      ++resolved_markers_;
+    }
+    if (--round->second.remaining > 0) return;
+    if (!round->second.failed) resolved_lsn_ = std::max(resolved_lsn_.load(), resolved);
+    marker_rounds_.erase(round);
+  }
+
+  // ---- heartbeats (docs/kafka.md, "Heartbeats") ----
+  // Every heartbeat_interval_ms, written or not; at most one in flight, so a
+  // broker outage queues one, not one per interval.
+  void SendHeartbeat() {
+    if (options_.heartbeat_interval_ms == 0 || heartbeat_in_flight_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_heartbeat_ < std::chrono::milliseconds(options_.heartbeat_interval_ms)) return;
+    last_heartbeat_ = now;
+    const KafkaMessage heartbeat =
+        EncodeHeartbeat(options_, Clock::System()->NowMillis(), acked_to_store_);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer_, RD_KAFKA_V_TOPIC(heartbeat.topic.c_str()), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(heartbeat.key.data(), heartbeat.key.size()),
+        RD_KAFKA_V_VALUE(const_cast<char*>(heartbeat.value->data()), heartbeat.value->size()),
+        RD_KAFKA_V_OPAQUE(kHeartbeatOpaque), RD_KAFKA_V_END);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      SetError("heartbeat to " + heartbeat.topic + ": " + rd_kafka_err2str(e));
+      return;
+    }
+    heartbeat_in_flight_ = true;
+    ++inflight_messages_;
+    inflight_bytes_ += heartbeat.value->size();
+  }
+
+  void OnHeartbeatDelivery(const rd_kafka_message_t* m) {
+    heartbeat_in_flight_ = false;
+    --inflight_messages_;
+    inflight_bytes_ -= m->len;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      ++delivery_errors_;
+      SetError(std::string("delivery of a heartbeat failed: ") + rd_kafka_err2str(m->err));
+      return;
+    }
+    ++heartbeats_;
   }
 
   // Moves the checkpoint over every fully delivered change.
@@ -580,6 +740,11 @@ class Publisher::Impl {
   std::map<Lsn, InFlight> inflight_;
   std::set<Lsn> reference_only_;                 // rejected as too large by the broker
   std::map<std::string, int> partition_counts_;  // topic -> partitions, read by Prepare()
+  Lsn resolved_sent_ = 0;                        // the last marker round produced
+  std::chrono::steady_clock::time_point last_resolved_round_;
+  std::map<Lsn, MarkerRound> marker_rounds_;  // by the LSN they vouch for
+  bool heartbeat_in_flight_ = false;
+  std::chrono::steady_clock::time_point last_heartbeat_;
   bool prepared_ = false;
   bool rewind_ = false;
   bool fatal_ = false;
@@ -604,7 +769,9 @@ class Publisher::Impl {
   std::atomic<uint64_t> oldest_unpublished_ts_{0};
   std::atomic<uint64_t> fatal_errors_{0};
   std::atomic<uint64_t> produced_{0}, delivered_{0}, delivery_errors_{0}, duplicates_skipped_{0},
-      envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0};
+      envelopes_shrunk_{0}, envelopes_undecodable_{0}, inflight_messages_{0}, inflight_bytes_{0},
+      resolved_markers_{0}, heartbeats_{0};
+  std::atomic<Lsn> resolved_lsn_{0};
 };
 
 Publisher::Publisher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -12,7 +12,11 @@
 //   every topic partition (its feedd-lsn header) and skips changes already
 //   there, so a crash between delivery and checkpoint republishes nothing
 //   that the broker still holds. A failed delivery rewinds production to the
-//   checkpoint, skipping what was delivered since.
+//   checkpoint, skipping what was delivered since. Every
+//   KafkaOptions::resolved_interval_ms, when the persisted checkpoint moved,
+//   it sends a resolved marker with that checkpoint to every partition of
+//   every topic (docs/kafka.md, "Resolved markers"); every
+//   KafkaOptions::heartbeat_interval_ms, a heartbeat ("Heartbeats").
 //
 // Concurrency
 //   GetStatus() is thread-safe. Start()/Stop() from one owner thread.
@@ -50,6 +54,9 @@ struct PublisherStatus {
   uint64_t envelopes_undecodable = 0;  // stored envelopes that did not parse: sent reference-only
   uint64_t inflight_messages = 0;
   uint64_t inflight_bytes = 0;
+  Lsn resolved_lsn = 0;           // the last marker round every partition acknowledged
+  uint64_t resolved_markers = 0;  // resolved markers acknowledged by the broker
+  uint64_t heartbeats = 0;        // heartbeats acknowledged by the broker
 };
 
 class Publisher {

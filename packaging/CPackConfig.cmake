@@ -10,7 +10,9 @@
 set(CPACK_PACKAGE_NAME feedd)
 set(CPACK_PACKAGE_VENDOR "feedd")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "feedd maintainers <feedd@localhost>")
+# FEEDD_PACKAGE_MAINTAINER (packaging/install.cmake): set it to your address
+# when you distribute the package (-DFEEDD_PACKAGE_MAINTAINER="Name <addr>").
+set(CPACK_PACKAGE_CONTACT "${FEEDD_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "document store with a durable change feed")
 set(CPACK_PACKAGE_DESCRIPTION
   "feedd stores JSON items in containers over HTTP and appends every mutation,\n\
@@ -25,14 +27,15 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_SOURCE_IGNORE_FILES "/build[^/]*/" "/\\\\.git/")
 
 set(CPACK_DEBIAN_PACKAGE_NAME feedd)
-set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_RELEASE ${FEEDD_DEB_RELEASE})  # packaging/install.cmake
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 set(CPACK_DEBIAN_PACKAGE_SECTION database)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
-# systemctl in the maintainer scripts is optional (checked at run time).
+# The maintainer scripts use deb-systemd-helper and deb-systemd-invoke
+# (init-system-helpers, essential) and reach systemd only when it runs.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "systemd, prometheus, grafana")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${CMAKE_CURRENT_LIST_DIR}/debian/conffiles

@@ -54,7 +54,8 @@ class ProcessorKind {
   virtual size_t MaxBatch() const { return 1; }
 
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
-  // Derives the whole view from the current source state.
+  // Derives the whole view from the current source state, writing only its
+  // difference from the current view (views::RebuildWriter).
   virtual Status Rebuild(ViewContext& ctx) const = 0;
   // Recomputes the view from the sources and describes every difference.
   virtual Status Verify(ViewContext& ctx, std::vector<std::string>* differences) const = 0;

@@ -2,6 +2,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <condition_variable>
 #include <map>
@@ -129,6 +130,11 @@ class ProcessorWorker::Impl {
       std::lock_guard<std::mutex> lock(mutex_);
       s.assigned_partitions = partitions_.size();
       s.in_flight = positions_.size();
+      bool first = true;  // the lowest over the partitions
+      for (const auto& [key, part] : partitions_) {
+        s.resolved_lsn = first ? part.resolved : std::min(s.resolved_lsn, part.resolved);
+        first = false;
+      }
     }
     s.applied = applied_.load();
     s.view_writes = view_writes_.load();
@@ -148,6 +154,7 @@ class ProcessorWorker::Impl {
   struct Pending {
     bool done = false;
     Lsn lsn = 0;
+    Lsn resolved = 0;  // a resolved marker's LSN (docs/kafka.md)
   };
   struct Partition {
     std::map<int64_t, Pending> offsets;  // received, in offset order
@@ -159,6 +166,9 @@ class ProcessorWorker::Impl {
     bool progressed = false;  // offsets to commit
     int64_t commit_offset = -1;
     Lsn commit_lsn = 0;
+    // The highest resolved marker this worker has passed with everything
+    // before it applied or parked: every change of the partition up to it.
+    Lsn resolved = 0;
   };
   struct Position {
     PartitionKey partition;
@@ -299,8 +309,11 @@ class ProcessorWorker::Impl {
     if (lsn != 0) part->second.last_lsn = lsn;
     Pending& pending = part->second.offsets[m->offset];
     pending.lsn = lsn;
-    // Nothing to apply: a tombstone, another kind of message, a change
-    // already applied from the durable feed, or a duplicate in flight.
+    pending.resolved = ResolvedHeader(m);
+    // Nothing to apply: a tombstone, a resolved marker (no feedd-lsn
+    // header), another kind of message, a change already applied from the
+    // durable feed, or a duplicate in flight. Its offset is settled at once,
+    // so offsets are committed past it.
     if (!change || lsn <= part->second.skip_through || positions_.count(lsn) != 0) {
       pending.done = true;
       return;
@@ -340,6 +353,7 @@ class ProcessorWorker::Impl {
         while (!offsets.empty() && offsets.begin()->second.done) {
           part.commit_offset = offsets.begin()->first + 1;
           if (offsets.begin()->second.lsn != 0) part.commit_lsn = offsets.begin()->second.lsn;
+          part.resolved = std::max(part.resolved, offsets.begin()->second.resolved);
           offsets.erase(offsets.begin());
           part.progressed = true;
         }

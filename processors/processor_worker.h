@@ -77,6 +77,9 @@ struct WorkerStatus {
   uint64_t assignment_errors = 0;   // assignment changes librdkafka refused
   uint64_t unrecoverable_gaps = 0;  // catch-ups the durable feed no longer covered
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
+  // From resolved markers (docs/kafka.md): every change up to this LSN of the
+  // assigned partitions is applied or parked; 0 until each passed a marker.
+  Lsn resolved_lsn = 0;
   std::string last_error;
 };
 

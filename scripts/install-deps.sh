@@ -12,13 +12,16 @@ PACKAGES=(
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer
   # runtimes, llvm-symbolizer for readable stack traces
   clang libclang-rt-14-dev llvm
+  # the style checks (tests/style): clang-format dry run
+  clang-format
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
   # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its
   # client tools (psql, pgbench, pg_recvlogical) and the wal2json plugin
   postgresql-15 postgresql-client-15 postgresql-15-wal2json
-  # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests
-  dpkg-dev systemd
+  # packaging: cpack's dpkg-shlibdeps, systemd-analyze for the unit tests,
+  # help2man for the man pages (packaging/man.cmake), lintian on the .deb
+  dpkg-dev systemd help2man lintian
 )
 
 missing=()

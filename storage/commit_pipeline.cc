@@ -1,7 +1,9 @@
 #include "storage/commit_pipeline.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "storage/etag.h"
@@ -58,8 +60,10 @@ void AppendJsonString(std::string* out, std::string_view s) {
   *out += boost::json::serialize(boost::json::string_view(s.data(), s.size()));
 }
 
+// `imported`: the change of a bulk import, marked "import": true.
 std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::string_view pk,
-                     std::string_view id, uint64_t ts_ms, std::optional<std::string_view> before,
+                     std::string_view id, uint64_t ts_ms, bool imported,
+                     std::optional<std::string_view> before,
                      std::optional<std::string_view> after) {
   std::string out;
   out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
@@ -75,6 +79,7 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   AppendJsonString(&out, id);
   out += ",\"ts\":";
   out += std::to_string(ts_ms);
+  if (imported) out += ",\"import\":true";
   out += ",\"before\":";
   out += before ? *before : "null";
   out += ",\"after\":";
@@ -83,23 +88,79 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   return out;
 }
 
+// The records of a WriteBatch of Puts and Deletes, to be written again in
+// (column family, key) order.
+class BatchRecords : public rocksdb::WriteBatch::Handler {
+ public:
+  struct Record {
+    uint32_t cf;
+    bool is_delete;
+    rocksdb::Slice key;    // into the batch that was iterated
+    rocksdb::Slice value;  // likewise
+  };
+
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    records.push_back(Record{cf, false, key, value});
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    records.push_back(Record{cf, true, key, rocksdb::Slice()});
+    return rocksdb::Status::OK();
+  }
+  // Any other kind of record (none is written here) makes Iterate() fail.
+
+  std::vector<Record> records;
+};
+
 }  // namespace
+
+std::optional<rocksdb::WriteBatch> CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch) {
+  if (cf_handles_.empty()) {
+    cf_handles_[db_->meta()->GetID()] = db_->meta();
+    cf_handles_[db_->feed()->GetID()] = db_->feed();
+    for (const ContainerHandle& c : db_->containers()) {
+      cf_handles_[c.items->GetID()] = c.items;
+      for (const IndexHandle& index : c.indexes) cf_handles_[index.cf->GetID()] = index.cf;
+    }
+  }
+  BatchRecords records;
+  records.records.reserve(batch.Count());
+  if (!batch.Iterate(&records).ok()) return std::nullopt;
+  std::stable_sort(records.records.begin(), records.records.end(),
+                   [](const BatchRecords::Record& a, const BatchRecords::Record& b) {
+                     if (a.cf != b.cf) return a.cf < b.cf;
+                     return a.key.compare(b.key) < 0;
+                   });
+  std::optional<rocksdb::WriteBatch> sorted(std::in_place, batch.GetDataSize());
+  for (const BatchRecords::Record& r : records.records) {
+    auto handle = cf_handles_.find(r.cf);
+    if (handle == cf_handles_.end()) return std::nullopt;
+    rocksdb::Status s = r.is_delete ? sorted->Delete(handle->second, r.key)
+                                    : sorted->Put(handle->second, r.key, r.value);
+    if (!s.ok()) return std::nullopt;
+  }
+  return sorted;
+}
 
 // Evaluates the requests of one group into one WriteBatch.
 class CommitPipeline::GroupBuilder {
  public:
   // `collect_records`: keep each change's record for the commit listeners.
+  // `reserve_bytes`: what the batch will about hold (a big import batch
+  // would otherwise be copied each time it doubles).
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
-               bool collect_records)
+               bool collect_records, size_t reserve_bytes)
       : db_(db),
         options_(options),
         next_lsn_(next_lsn),
         ts_ms_(ts_ms),
-        records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr) {}
+        records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr),
+        batch_(reserve_bytes) {}
 
-  // Adds every request of `pending` (and its watermark) to the batch, or
-  // leaves the batch untouched and returns the failure.
-  WriteResult Add(const Pending& pending) {
+  // Adds every one of `requests` (and `view`'s watermark, when given) to the
+  // batch, or leaves the batch untouched and returns the failure.
+  WriteResult Add(std::span<const WriteRequest> requests, const ViewWrite* view) {
     WriteResult result;
     batch_.SetSavePoint();
     undo_.clear();
@@ -108,7 +169,7 @@ class CommitPipeline::GroupBuilder {
     const uint64_t first_feed_bytes = feed_bytes_;
     const size_t first_record = records_ ? records_->size() : 0;
     size_t op_index = 0;
-    for (const WriteRequest& request : pending.parts.requests) {
+    for (const WriteRequest& request : requests) {
       Status s;
       const ContainerHandle* container = db_->Find(request.container);
       if (container == nullptr) {
@@ -143,9 +204,9 @@ class CommitPipeline::GroupBuilder {
         return failed;
       }
     }
-    if (pending.is_view) {
-      batch_.Put(db_->meta(), std::string(kf::kMetaConsumerPrefix) + pending.parts.consumer,
-                 kf::EncodeU64(pending.parts.consumer_acked));
+    if (view != nullptr) {
+      batch_.Put(db_->meta(), std::string(kf::kMetaConsumerPrefix) + view->consumer,
+                 kf::EncodeU64(view->consumer_acked));
     }
     batch_.PopSavePoint();
     for (const auto& [container, op, pk] : request_changes_) {
@@ -227,6 +288,10 @@ class CommitPipeline::GroupBuilder {
       return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
     }
     const bool exists = current->has_value();
+    if (exists && op.skip_if_exists && op.kind == WriteOpKind::kCreate) {
+      out->http_status = 409;  // already there: left as it is
+      return Status::Ok();
+    }
     if (op.kind != WriteOpKind::kRead) {
       Status allowed =
           MayWrite(op.origin, c.spec, id,
@@ -261,21 +326,25 @@ class CommitPipeline::GroupBuilder {
       }
     }
 
-    std::string body_json;  // the new version without system properties
-    std::vector<std::optional<std::string>> new_index_values;
+    // The new version without system properties, and its index values: the
+    // op's (not copied) or, for a patch, computed here.
+    std::string_view body_json;
+    const std::vector<std::optional<std::string>>* new_index_values = nullptr;
+    std::string patched_json;
+    std::vector<std::optional<std::string>> patched_index_values;
     switch (op.kind) {
       case WriteOpKind::kCreate:
         if (exists) return Status(ErrorCode::kConflict, "item '" + id + "' already exists");
         [[fallthrough]];
       case WriteOpKind::kUpsert:
         body_json = op.item->body_json;
-        new_index_values = op.item->index_values;
+        new_index_values = &op.item->index_values;
         out->http_status = exists ? 200 : 201;
         break;
       case WriteOpKind::kReplace:
         if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
         body_json = op.item->body_json;
-        new_index_values = op.item->index_values;
+        new_index_values = &op.item->index_values;
         out->http_status = 200;
         break;
       case WriteOpKind::kDelete:
@@ -291,13 +360,15 @@ class CommitPipeline::GroupBuilder {
         boost::json::value& item = *parsed;
         StripStoreProperties(item.as_object());  // derived '_' fields stay
         if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
-        body_json = boost::json::serialize(item);
-        if (Status s = CheckItemSize(item.as_object(), body_json.size(), options_.max_item_bytes,
+        patched_json = boost::json::serialize(item);
+        if (Status s = CheckItemSize(item.as_object(), patched_json.size(), options_.max_item_bytes,
                                      "the patched item");
             !s.ok()) {
           return s;
         }
-        new_index_values = ExtractIndexValues(c.spec, item);
+        body_json = patched_json;
+        patched_index_values = ExtractIndexValues(c.spec, item);
+        new_index_values = &patched_index_values;
         out->http_status = 200;
         break;
       }
@@ -330,14 +401,16 @@ class CommitPipeline::GroupBuilder {
         if (!old_item.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
         old_index_values = ExtractIndexValues(c.spec, *old_item);
       }
-      if (is_delete) new_index_values.assign(c.indexes.size(), std::nullopt);
+      const std::vector<std::optional<std::string>> none(is_delete ? c.indexes.size() : 0);
+      const std::vector<std::optional<std::string>>& new_values =
+          is_delete ? none : *new_index_values;
       for (size_t i = 0; i < c.indexes.size(); ++i) {
-        if (old_index_values[i] == new_index_values[i]) continue;
+        if (old_index_values[i] == new_values[i]) continue;
         if (old_index_values[i]) {
           batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_index_values[i], pk, id));
         }
-        if (new_index_values[i]) {
-          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_index_values[i], pk, id), "");
+        if (new_values[i]) {
+          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
         }
       }
     }
@@ -346,8 +419,9 @@ class CommitPipeline::GroupBuilder {
         is_delete ? ChangeOp::kDelete : (exists ? ChangeOp::kReplace : ChangeOp::kCreate);
     std::optional<std::string_view> before;
     if (exists && options_.before_images && !before_unreadable) before = current_json;
-    std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, before,
-                                    after ? std::optional<std::string_view>(*after) : std::nullopt);
+    std::string envelope =
+        Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, op.imported, before,
+                 after ? std::optional<std::string_view>(*after) : std::nullopt);
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
@@ -364,7 +438,7 @@ class CommitPipeline::GroupBuilder {
       std::string stored = kf::ItemValue(lsn, *after);
       batch_.Put(c.items, key, stored);
       Remember(c, key, std::move(stored));
-      out->item_json = std::move(*after);
+      if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
       out->item_lsn = lsn;
     }
     out->lsn = lsn;
@@ -398,6 +472,7 @@ CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, L
       space_(space),
       churn_(db),
       head_(head_lsn),
+      written_head_(head_lsn),
       changes_by_container_(
           std::make_unique<std::array<std::atomic<uint64_t>, 3>[]>(db->containers().size())) {}
 
@@ -440,6 +515,27 @@ void CommitPipeline::SubmitView(ViewWrite view, WriteCallback done) {
   Enqueue(std::move(pending));
 }
 
+void CommitPipeline::SubmitImport(ImportBatch batch, ImportCallback done) {
+  Pending pending;
+  pending.parts.requests = std::move(batch.requests);
+  pending.is_import = true;
+  pending.sync = batch.sync;
+  pending.import_done = std::move(done);
+  Enqueue(std::move(pending));
+}
+
+void CommitPipeline::Fail(Pending& pending, const Status& status) {
+  if (pending.is_import) {
+    ImportResult result;
+    result.status = status;
+    pending.import_done(std::move(result));
+    return;
+  }
+  WriteResult result;
+  result.status = status;
+  pending.done(std::move(result));
+}
+
 bool CommitPipeline::Writes(const Pending& pending) {
   if (pending.is_view) return true;  // the watermark at least
   for (const WriteRequest& request : pending.parts.requests) {
@@ -469,12 +565,7 @@ void CommitPipeline::Enqueue(Pending pending) {
       queue_.push_back(std::move(pending));
     }
   }
-  if (!refused.ok()) {
-    WriteResult result;
-    result.status = std::move(refused);
-    pending.done(std::move(result));
-    return;
-  }
+  if (!refused.ok()) return Fail(pending, refused);
   wake_.notify_one();
 }
 
@@ -517,6 +608,12 @@ void CommitPipeline::Run() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       while (queue_.empty()) {
+        if (has_unsynced_ && failure_.ok()) {
+          lock.unlock();
+          (void)SyncUnsynced();  // on failure, failure_ is set
+          lock.lock();
+          continue;
+        }
         if (stopping_) return;  // everything is committed
         if (failure_.ok() || permanent_) {
           wake_.wait(lock);
@@ -528,8 +625,10 @@ void CommitPipeline::Run() {
         }
       }
       size_t bytes = 0;
+      // An import's batch is a group of its own (its own sync).
       while (!queue_.empty() && group.size() < options_.max_group_requests &&
-             (group.empty() || bytes < options_.max_group_bytes)) {
+             (group.empty() || bytes < options_.max_group_bytes) &&
+             (group.empty() || (!group.front().is_import && !queue_.front().is_import))) {
         for (const auto& request : queue_.front().parts.requests) {
           for (const auto& op : request.ops) bytes += op.item ? op.item->body_json.size() : 256;
         }
@@ -570,11 +669,12 @@ void CommitPipeline::TryRecover() {
         << "after RocksDB resumed: " << stored.status().ToString();
     return;
   }
-  if (*stored != head()) {
+  if (*stored != written_head_) {
     // Part of the failed group is visible after all (never seen): its LSNs
     // must not be handed out again, and caches and counters missed it.
     FEEDD_LOG(kError, "storage") << "after RocksDB resumed, the stored head LSN is " << *stored
-                                 << ", not " << head() << "; writes are refused until restart";
+                                 << ", not " << written_head_
+                                 << "; writes are refused until restart";
     std::lock_guard<std::mutex> lock(mutex_);
     permanent_ = true;
     return;
@@ -583,49 +683,105 @@ void CommitPipeline::TryRecover() {
     std::lock_guard<std::mutex> lock(mutex_);
     failure_ = Status::Ok();
   }
+  // Resume() flushed the memtables: unsynced groups are durable now.
+  if (has_unsynced_) PublishUnsynced();
   FEEDD_LOG(kInfo, "storage") << "RocksDB resumed after '" << failure.message()
-                              << "': accepting writes again at LSN " << head() + 1;
+                              << "': accepting writes again at LSN " << written_head_ + 1;
+}
+
+Status CommitPipeline::SyncUnsynced() {
+  rocksdb::Status s = db_->db()->SyncWAL();
+  if (!s.ok()) {
+    Status failure = FromRocks(s, ErrorCode::kUnavailable, "syncing the WAL failed");
+    FEEDD_LOG(kError, "storage") << failure.message() << "; refusing writes until RocksDB resumes";
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = failure;
+    return failure;
+  }
+  PublishUnsynced();
+  return Status::Ok();
+}
+
+void CommitPipeline::PublishUnsynced() {
+  {
+    std::lock_guard<std::mutex> lock(listeners_mutex_);
+    for (const CommittedChanges& records : unsynced_) {
+      if (!records || records->empty()) continue;
+      for (const auto& [token, listener] : listeners_) listener(records);
+    }
+  }
+  unsynced_.clear();
+  has_unsynced_ = false;
+  head_.Advance(written_head_);
 }
 
 void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
+  // An import is a group of one Pending whose requests count one by one.
+  const bool import = group.front().is_import;
+  const size_t requests = import ? group.front().parts.requests.size() : group.size();
   Status failed = health();
-  std::vector<WriteResult> results(group.size());
   if (!failed.ok()) {
-    requests_failed_ += group.size();
-    for (size_t i = 0; i < group.size(); ++i) {
-      results[i].status = Status(ErrorCode::kUnavailable, failed.message());
-      group[i].done(std::move(results[i]));
-    }
+    requests_failed_ += requests;
+    const Status unavailable(ErrorCode::kUnavailable, failed.message());
+    for (Pending& pending : group) Fail(pending, unavailable);
     return;
   }
 
   last_ts_ms_ = std::max(last_ts_ms_, options_.clock->NowMillis());
-  const Lsn first = head() + 1;
-  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load());
-  size_t committed_requests = 0;
-  for (size_t i = 0; i < group.size(); ++i) {
-    results[i] = builder.Add(group[i]);
-    if (results[i].status.ok()) ++committed_requests;
+  const Lsn first = written_head_ + 1;
+  size_t reserve = 0;
+  if (import) {
+    // Per item: the stored item, its change record (the item again in the
+    // envelope) and keys.
+    for (const WriteRequest& request : group.front().parts.requests) {
+      for (const WriteOp& op : request.ops) {
+        if (op.item) reserve += 2 * op.item->body_json.size() + 256;
+      }
+    }
   }
-  requests_rejected_ += group.size() - committed_requests;
+  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(), reserve);
+  std::vector<WriteResult> results;
+  results.reserve(requests);
+  if (import) {
+    for (const WriteRequest& request : group.front().parts.requests) {
+      results.push_back(builder.Add(std::span<const WriteRequest>(&request, 1), nullptr));
+    }
+  } else {
+    for (const Pending& pending : group) {
+      results.push_back(
+          builder.Add(pending.parts.requests, pending.is_view ? &pending.parts : nullptr));
+    }
+  }
+  size_t committed_requests = 0;
+  for (const WriteResult& result : results) {
+    if (result.status.ok()) ++committed_requests;
+  }
+  requests_rejected_ += requests - committed_requests;
 
   const Lsn last = builder.next_lsn() - 1;
+  const bool sync = options_.sync && (!import || group.front().sync);
+  bool synced = false;                 // a write with an fsync: everything before it is durable too
   if (builder.batch()->Count() > 0) {  // reads alone write nothing
     if (last >= first) {
       builder.batch()->Put(db_->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(last));
     }
     rocksdb::WriteOptions wo;
-    wo.sync = options_.sync;
+    wo.sync = sync;
     auto started = std::chrono::steady_clock::now();
-    rocksdb::Status s = db_->db()->Write(wo, builder.batch());
+    // An import's keys are scattered over the memtables; written in key
+    // order they go in several times faster (the skip list's last insert
+    // position is reused). Same records, same single WriteBatch.
+    std::optional<rocksdb::WriteBatch> sorted;
+    if (import) sorted = SortedByKey(*builder.batch());
+    rocksdb::Status s = db_->db()->Write(wo, sorted ? &*sorted : builder.batch());
     if (options_.on_group_commit) {
       options_.on_group_commit(
-          group.size(),
+          requests,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     if (!s.ok()) {
-      requests_rejected_ -= group.size() - committed_requests;
-      requests_failed_ += group.size();
+      requests_rejected_ -= requests - committed_requests;
+      requests_failed_ += requests;
       Status failure = FromRocks(s, ErrorCode::kUnavailable, "write to RocksDB failed");
       FEEDD_LOG(kError, "storage")
           << failure.message() << "; refusing writes until RocksDB resumes";
@@ -633,13 +789,10 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
         std::lock_guard<std::mutex> lock(mutex_);
         failure_ = failure;
       }
-      for (size_t i = 0; i < group.size(); ++i) {
-        WriteResult r;
-        r.status = failure;
-        group[i].done(std::move(r));
-      }
+      for (Pending& pending : group) Fail(pending, failure);
       return;
     }
+    synced = sync;
     if (space_ != nullptr) space_->NoteWritten(builder.batch()->GetDataSize());
     for (const auto& [index, counts] : builder.changes()) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
@@ -651,16 +804,30 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     if (last >= first) {
       changes_committed_ += last - first + 1;
       feed_bytes_appended_ += builder.feed_bytes();
-      if (builder.records() && !builder.records()->empty()) {
-        const CommittedChanges records = builder.records();
-        std::lock_guard<std::mutex> lock(listeners_mutex_);
-        for (const auto& [token, listener] : listeners_) listener(records);
-      }
-      head_.Advance(last);
+      written_head_ = last;
+      unsynced_.push_back(builder.records());
+      has_unsynced_ = true;
+    }
+  }
+  // Published only once durable: readers of the feed, listeners and Kafka
+  // never see a change that a crash could take back.
+  if (has_unsynced_ && (synced || !options_.sync)) PublishUnsynced();
+  // A synced import batch that wrote nothing still makes the earlier ones
+  // durable before it is answered.
+  if (has_unsynced_ && import && sync) {
+    if (Status s = SyncUnsynced(); !s.ok()) {
+      for (Pending& pending : group) Fail(pending, s);
+      return;
     }
   }
   ++groups_committed_;
   requests_committed_ += committed_requests;
+  if (import) {
+    ImportResult result;
+    result.results = std::move(results);
+    group.front().import_done(std::move(result));
+    return;
+  }
   for (size_t i = 0; i < group.size(); ++i) group[i].done(std::move(results[i]));
 }
 

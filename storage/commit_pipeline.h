@@ -46,7 +46,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/change_record.h"
@@ -79,6 +81,8 @@ class CommitPipeline {
   void Submit(WriteRequest request, WriteCallback done);
   // Applies every request of `view` and its consumer watermark atomically.
   void SubmitView(ViewWrite view, WriteCallback done);
+  // Commits `batch` as a group of its own; see ImportBatch.
+  void SubmitImport(ImportBatch batch, ImportCallback done);
 
   Lsn head() const { return head_.value(); }
   uint64_t OnHeadReached(Lsn lsn, std::function<void()> fn);
@@ -111,8 +115,15 @@ class CommitPipeline {
   struct Pending {
     ViewWrite parts;
     bool is_view = false;
-    WriteCallback done;
+    WriteCallback done;  // unless is_import
+    // A bulk import's batch: a group of its own, each request applied on
+    // its own, answered through import_done.
+    bool is_import = false;
+    bool sync = true;  // is_import only: ImportBatch::sync
+    ImportCallback import_done;
   };
+  // Answers every request of `pending` with `status`.
+  static void Fail(Pending& pending, const Status& status);
   void Enqueue(Pending pending);
   // True unless every operation of `pending` only reads.
   static bool Writes(const Pending& pending);
@@ -120,6 +131,17 @@ class CommitPipeline {
 
   void Run();
   void CommitGroup(std::vector<Pending>& group);
+  // Commit thread: hands the change records of the groups written without
+  // an fsync to the listeners and advances the head over them, once the
+  // WAL that holds them is synced.
+  void PublishUnsynced();
+  // Commit thread, with unsynced groups: syncs the WAL, then publishes; on
+  // failure the pipeline is failed (as after a failed write).
+  Status SyncUnsynced();
+  // Commit thread: `batch` (Puts and Deletes) with its records in (column
+  // family, key) order, records of one key in their order; nullopt when it
+  // holds anything else.
+  std::optional<rocksdb::WriteBatch> SortedByKey(const rocksdb::WriteBatch& batch);
   // Commit thread, while failed: asks RocksDB to resume; on success
   // re-reads the head LSN and accepts writes again.
   void TryRecover();
@@ -142,11 +164,19 @@ class CommitPipeline {
   uint64_t next_listener_ = 1;                    // GUARDED_BY(listeners_mutex_)
   std::atomic<bool> has_listeners_{false};
 
-  ChurnFlush churn_;         // commit thread only, but for flushes()
-  LsnWatchers head_;         // the committed head LSN and its watches
+  ChurnFlush churn_;  // commit thread only, but for flushes()
+  LsnWatchers head_;  // the committed (published) head LSN and its watches
+  // Commit thread only: the last LSN written to RocksDB (>= head_ while
+  // groups written without an fsync wait to be published), and their
+  // change records (null entries when no listener collected them).
+  Lsn written_head_ = 0;
+  std::vector<CommittedChanges> unsynced_;
+  bool has_unsynced_ = false;
   uint64_t last_ts_ms_ = 0;  // commit thread only
-  Status failure_;           // guarded by mutex_: the failed write's error
-  bool permanent_ = false;   // guarded by mutex_: RocksDB cannot resume
+  // Commit thread only: column family handles by id (SortedByKey).
+  std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
+  Status failure_;          // guarded by mutex_: the failed write's error
+  bool permanent_ = false;  // guarded by mutex_: RocksDB cannot resume
 
   std::atomic<uint64_t> groups_committed_{0};
   std::atomic<uint64_t> requests_committed_{0};

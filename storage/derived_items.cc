@@ -30,7 +30,7 @@ bool SameJson(std::string_view a, std::string_view b) {
 Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view id,
                 std::optional<std::string_view> new_json,
                 std::optional<std::string_view> stored_json) {
-  const std::string where = "item '" + std::string(id) + "' of '" + container.name + "'";
+  auto where = [&] { return "item '" + std::string(id) + "' of '" + container.name + "'"; };
   switch (origin) {
     case WriteOrigin::kOverride:
       return Status::Ok();
@@ -42,7 +42,7 @@ Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_
       }
       if (!stored_json) return Status::Ok();
       if (auto source = Property(*stored_json, kSourceField)) {
-        return Status(ErrorCode::kDerivedItem, where + " is derived by a processor from " +
+        return Status(ErrorCode::kDerivedItem, where() + " is derived by a processor from " +
                                                    std::string(*source) +
                                                    "; clients cannot write or delete it");
       }
@@ -58,7 +58,7 @@ Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_
         return Status::Ok();
       }
       return Status(ErrorCode::kDerivedItem,
-                    "collision: " + where + " is " +
+                    "collision: " + where() + " is " +
                         (stored_source ? "derived from " + std::string(*stored_source)
                                        : std::string("not a derived item")) +
                         ", not from " + std::string(*source) + "; the copy is refused");

@@ -113,6 +113,10 @@ class RocksDocumentStore final : public DocumentStore {
                          });
   }
 
+  void SubmitImport(ImportBatch batch, ImportCallback done) override {
+    pipeline_.SubmitImport(std::move(batch), std::move(done));
+  }
+
   Lsn HeadLsn() const override { return pipeline_.head(); }
   Lsn OldestRetainedLsn() const override { return feed_.oldest_retained(); }
   Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const override {
@@ -280,6 +284,13 @@ WriteResult DocumentStore::WriteView(ViewWrite view) {
   std::promise<WriteResult> promise;
   auto future = promise.get_future();
   SubmitView(std::move(view), [&promise](WriteResult r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+ImportResult DocumentStore::WriteImport(ImportBatch batch) {
+  std::promise<ImportResult> promise;
+  auto future = promise.get_future();
+  SubmitImport(std::move(batch), [&promise](ImportResult r) { promise.set_value(std::move(r)); });
   return future.get();
 }
 

@@ -125,6 +125,13 @@ class DocumentStore {
   // The result's failed_index counts ops across all requests.
   virtual void SubmitView(ViewWrite view, WriteCallback done) = 0;
   WriteResult WriteView(ViewWrite view);
+  // Queues one batch of a bulk import (see ImportBatch): its requests are
+  // applied one by one (a failing one is reported in its result and undoes
+  // nothing else) and written as one WriteBatch of their own, in LSN order
+  // with every other write. `done` runs exactly once.
+  virtual void SubmitImport(ImportBatch batch, ImportCallback done) = 0;
+  // SubmitImport() and wait.
+  ImportResult WriteImport(ImportBatch batch);
 
   // ---- Change feed ----
   virtual Lsn HeadLsn() const = 0;

@@ -57,6 +57,13 @@ struct WriteOp {
   std::optional<Lsn> source_lsn;
   // Who asks: a client may not write derived items (storage/derived_items.h).
   WriteOrigin origin = WriteOrigin::kClient;
+  // For kCreate: an existing item is left as it is; the op does nothing
+  // (http_status 409 in its result, no change record). A bulk import's
+  // ifExists=skip.
+  bool skip_if_exists = false;
+  // The op is part of a bulk import: its change record says so
+  // ("import": true in the envelope, docs/api.md "The change envelope").
+  bool imported = false;
 };
 
 struct WriteRequest {
@@ -92,5 +99,29 @@ struct ViewWrite {
 // Invoked exactly once, on the commit thread: keep it short (post the result
 // to another executor).
 using WriteCallback = std::function<void(WriteResult)>;
+
+// One batch of a bulk import (DocumentStore::SubmitImport): many requests,
+// each applied on its own (one that fails undoes nothing of the others), all
+// of them in one WriteBatch of their own, so every item is written whole with
+// its index entries and change record, or not at all.
+struct ImportBatch {
+  std::vector<WriteRequest> requests;
+  // false: the batch is written without an fsync; its change records reach
+  // the feed's head, the commit listeners and Kafka only once a later write
+  // has synced the WAL (the next synced write, or the commit thread when it
+  // falls idle), so no reader ever sees a change a crash could take back.
+  // Ignored when the store does not sync (StoreOptions::sync false).
+  bool sync = true;
+};
+
+struct ImportResult {
+  // OK, or why nothing of the batch was written (RocksDB refused it, the
+  // store is down or shutting down).
+  Status status;
+  std::vector<WriteResult> results;  // one per request when status.ok()
+};
+
+// Invoked exactly once, on the commit thread (or the caller's, when refused).
+using ImportCallback = std::function<void(ImportResult)>;
 
 }  // namespace feedd

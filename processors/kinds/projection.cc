@@ -67,42 +67,62 @@ class Projection : public ProcessorKind, public views::CopySettings {
     return Upsert(**source, *copy_pk, ctx);
   }
 
+  // Writes only the difference between the copies there are and the copies
+  // there should be (views::kRebuildWritesPerCommit).
   Status Rebuild(ViewContext& ctx) const override {
-    auto copies = Copies(ctx);
-    if (!copies.ok()) return copies.status();
-    for (const auto& copy : *copies) {
-      if (Status s = DeleteItem(copy, ctx); !s.ok()) return s;
-    }
-    if (Status s = ctx.Flush(); !s.ok()) return s;
     QuerySpec spec;
     spec.filters = filter;
     auto sources = QueryAll(ctx, source_container, spec);
     if (!sources.ok()) return sources.status();
-    size_t n = 0;
-    std::set<std::string> written;  // target keys: the first source wins a collision
+    auto copies = Copies(ctx);
+    if (!copies.ok()) return copies.status();
+    std::map<std::string, const boost::json::object*> actual;
+    for (const auto& copy : *copies) actual[Key(copy)] = &copy;
+
+    // The source each copy shows: the one the current copy is of, else the
+    // first in query order; the other sources with that copy are left out.
+    std::map<std::string, const boost::json::object*> chosen;
     for (const auto& source : *sources) {
       auto pk = views::StringAt(source, target_pk);
       if (!pk) continue;
-      std::string id(source.at("id").as_string());
-      std::string source_key = views::StringAt(source, source_pk).value_or("");
-      auto existing = ctx.Read(target_container, *pk, id);
-      if (!existing.ok()) return existing.status();
-      if (*existing && !views::DerivedFrom(**existing, *this, source_key, id)) {
-        ctx.ReportCollision(views::Collision(*this, **existing, source_key, id).message());
+      std::string key = *pk + "/" + std::string(source.at("id").as_string());
+      auto [it, first] = chosen.emplace(key, &source);
+      if (first) continue;
+      auto current = actual.find(key);
+      const bool incumbent = current != actual.end() && IsCopyOf(*current->second, source);
+      const boost::json::object& left_out = incumbent ? *it->second : source;
+      if (incumbent) it->second = &source;
+      ctx.ReportCollision("collision: " + source_container + "/" +
+                          views::StringAt(left_out, source_pk).value_or("") + "/" +
+                          std::string(left_out.at("id").as_string()) + " has the same copy " +
+                          target_container + "/" + key + " as another source item; left out");
+    }
+
+    views::RebuildWriter writer(ctx);
+    for (const auto& [key, source] : chosen) {
+      std::string pk = *views::StringAt(*source, target_pk);
+      std::string id(source->at("id").as_string());
+      boost::json::object expected = views::ShortForm(*source, *this);
+      auto it = actual.find(key);
+      if (it == actual.end()) {
+        auto existing = ctx.Read(target_container, pk, id);
+        if (!existing.ok()) return existing.status();
+        if (*existing) {  // a client's item
+          std::string source_key = views::StringAt(*source, source_pk).value_or("");
+          ctx.ReportCollision(views::Collision(*this, **existing, source_key, id).message());
+          continue;
+        }
+      } else if (views::SameView(*it->second, expected)) {
         continue;
       }
-      if (!written.insert(*pk + "/" + id).second) {
-        ctx.ReportCollision("collision: " + source_container + "/" + source_key + "/" + id +
-                            " has the same copy " + target_container + "/" + *pk + "/" + id +
-                            " as another source item; left out");
-        continue;
-      }
-      if (Status s = ctx.Upsert(target_container, views::ShortForm(source, *this)); !s.ok()) {
-        return s;
-      }
-      if (++n % 200 == 0) {
-        if (Status s = ctx.Flush(); !s.ok()) return s;
-      }
+      if (Status s = writer.Upsert(target_container, std::move(expected)); !s.ok()) return s;
+    }
+    for (const auto& [key, copy] : actual) {
+      if (chosen.count(key) != 0) continue;
+      auto pk = views::StringAt(*copy, target_pk);
+      if (!pk) continue;
+      Status s = writer.Delete(target_container, *pk, std::string(copy->at("id").as_string()));
+      if (!s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -152,6 +172,11 @@ class Projection : public ProcessorKind, public views::CopySettings {
   std::string Key(const boost::json::object& item) const {
     return views::StringAt(item, target_pk).value_or("") + "/" +
            std::string(item.at("id").as_string());
+  }
+
+  bool IsCopyOf(const boost::json::object& copy, const boost::json::object& source) const {
+    return views::DerivedFrom(copy, *this, views::StringAt(source, source_pk).value_or(""),
+                              std::string(source.at("id").as_string()));
   }
 
   Status Upsert(const boost::json::object& source, const std::string& copy_pk,

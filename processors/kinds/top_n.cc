@@ -30,6 +30,9 @@
 #include <boost/json.hpp>
 #include <map>
 #include <set>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
@@ -38,6 +41,11 @@
 
 namespace feedd {
 namespace {
+
+constexpr size_t kMaxCap = 1000;
+// Reconciling a view partition writes at most a delete and an upsert per
+// place, so within Apply() a RebuildWriter never commits on its own.
+static_assert(2 * kMaxCap < views::kRebuildWritesPerCommit);
 
 class TopN : public ProcessorKind, public views::CopySettings {
  public:
@@ -57,6 +65,15 @@ class TopN : public ProcessorKind, public views::CopySettings {
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
+    if (auto pk = RankKeptAt(change)) {
+      // A change that left the item competing at the same rank in the same
+      // partition (a count increment, say) can only update a copy: a
+      // non-member stays out, so the copy decides whether the source is
+      // worth a read at all.
+      auto existing = ctx.Read(target_container, *pk, change.id);
+      if (!existing.ok()) return existing.status();
+      if (!*existing) return Status::Ok();
+    }
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
     bool competes = *source && MatchesFilters(**source, filter);
@@ -85,13 +102,6 @@ class TopN : public ProcessorKind, public views::CopySettings {
       if (*existing && !Outranks(**existing, copy)) {
         if (views::SourceLsnOf(**existing) >= views::ItemLsn(**source)) return Status::Ok();
         return ctx.Upsert(target_container, std::move(copy));
-      }
-      // A non-member whose rank this change left as it was (a count
-      // increment on an older post, say) cannot enter the view.
-      if (!*existing && change.before && change.after && MatchesFilters(*change.before, filter) &&
-          CompareJson(views::ValueAt(*change.before, order_by),
-                      views::ValueAt(*change.after, order_by)) == 0) {
-        return Status::Ok();
       }
     }
 
@@ -125,8 +135,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
       if (m.at("id").as_string() != change.id) ranked.push_back(&m);
     }
     ranked.push_back(&copy);
-    std::sort(ranked.begin(), ranked.end(),
-              [this](const auto* a, const auto* b) { return Outranks(*a, *b); });
+    SortBestFirst(&ranked);
     for (size_t i = cap; i < ranked.size(); ++i) {
       std::string id(ranked[i]->at("id").as_string());
       if (Status s = ctx.Delete(target_container, *view_pk, id); !s.ok()) return s;
@@ -134,21 +143,22 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return Status::Ok();
   }
 
+  // Writes only the difference from the current view
+  // (views::kRebuildWritesPerCommit).
   Status Rebuild(ViewContext& ctx) const override {
-    auto expected = Expected(ctx, {});
-    if (!expected.ok()) return expected.status();
     auto all = QueryAll(ctx, target_container, CopiesQuery(std::nullopt));
     if (!all.ok()) return all.status();
-    for (const auto& item : *all) {
-      auto pk = views::StringAt(item, target_pk);
-      if (pk) {
-        Status s = ctx.Delete(target_container, *pk, std::string(item.at("id").as_string()));
-        if (!s.ok()) return s;
-      }
+    auto expected = Expected(ctx, *all);
+    if (!expected.ok()) return expected.status();
+    std::map<std::string, std::vector<boost::json::object>> members;  // by view partition
+    for (auto& item : *all) {
+      if (auto pk = views::StringAt(item, target_pk)) members[*pk].push_back(std::move(item));
     }
-    if (Status s = ctx.Flush(); !s.ok()) return s;
-    for (auto& copy : *expected) {
-      if (Status s = ctx.Upsert(target_container, std::move(copy)); !s.ok()) return s;
+    for (const auto& e : *expected) members[*views::StringAt(e, target_pk)];
+    views::RebuildWriter writer(ctx);
+    for (const auto& [pk, in_view] : members) {
+      Status s = ReconcileWith(pk, in_view, *expected, Refresh::kWhenDifferent, writer);
+      if (!s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -158,8 +168,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (!actual.ok()) return actual.status();
     auto expected = Expected(ctx, *actual);
     if (!expected.ok()) return expected.status();
-    std::sort(actual->begin(), actual->end(),
-              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    SortBestFirst(&*actual);
     if (actual->size() != expected->size()) {
       differences->push_back(target_container + " holds " + std::to_string(actual->size()) +
                              " items, expected " + std::to_string(expected->size()));
@@ -188,6 +197,62 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return a.at("id").as_string() > b.at("id").as_string();
   }
 
+  // Sorts `items` (objects, or pointers to them) best first, as Outranks()
+  // orders them, finding each one's order_by value and id once instead of
+  // in every comparison.
+  template <typename T>
+  void SortBestFirst(std::vector<T>* items) const {
+    struct Rank {
+      const boost::json::value* value;
+      std::string_view id;
+      size_t index;
+    };
+    auto object_of = [](const T& item) -> const boost::json::object& {
+      if constexpr (std::is_pointer_v<T>) {
+        return *item;
+      } else {
+        return item;
+      }
+    };
+    std::vector<Rank> ranks;
+    ranks.reserve(items->size());
+    for (size_t i = 0; i < items->size(); ++i) {
+      const boost::json::object& item = object_of((*items)[i]);
+      const boost::json::value* id = item.if_contains("id");
+      ranks.push_back({views::ValueAt(item, order_by),
+                       id != nullptr && id->is_string() ? std::string_view(id->get_string())
+                                                        : std::string_view(),
+                       i});
+    }
+    std::sort(ranks.begin(), ranks.end(), [](const Rank& a, const Rank& b) {
+      int c = CompareJson(a.value, b.value);
+      if (c != 0) return c > 0;
+      return a.id > b.id;
+    });
+    std::vector<T> sorted;
+    sorted.reserve(items->size());
+    for (const Rank& r : ranks) sorted.push_back(std::move((*items)[r.index]));
+    *items = std::move(sorted);
+  }
+
+  // The view partition of the item when the change's images show it
+  // matching the filter before and after, in the same view partition and
+  // with an equal order_by value; nullopt otherwise (or when an image is
+  // missing).
+  std::optional<std::string> RankKeptAt(const Change& change) const {
+    if (!change.before || !change.after) return std::nullopt;
+    if (!MatchesFilters(*change.before, filter) || !MatchesFilters(*change.after, filter)) {
+      return std::nullopt;
+    }
+    auto pk = views::StringAt(*change.after, target_pk);
+    if (!pk || views::StringAt(*change.before, target_pk) != pk) return std::nullopt;
+    if (CompareJson(views::ValueAt(*change.before, order_by),
+                    views::ValueAt(*change.after, order_by)) != 0) {
+      return std::nullopt;
+    }
+    return pk;
+  }
+
   std::optional<std::string> ViewPartitionFromImages(const Change& change) const {
     for (const auto& image : {change.before, change.after}) {
       if (image && MatchesFilters(*image, filter)) {
@@ -210,8 +275,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   Result<std::vector<boost::json::object>> Members(const std::string& pk, ViewContext& ctx) const {
     auto items = QueryAll(ctx, target_container, CopiesQuery(pk));
     if (!items.ok()) return items.status();
-    std::sort(items->begin(), items->end(),
-              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    SortBestFirst(&*items);
     return items;
   }
 
@@ -226,8 +290,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     spec.descending = true;
     auto sources = QueryAll(ctx, source_container, spec);
     if (!sources.ok()) return sources.status();
-    std::sort(sources->begin(), sources->end(),
-              [this](const auto& a, const auto& b) { return Outranks(a, b); });
+    SortBestFirst(&*sources);
     std::set<std::pair<std::string, std::string>> present;  // (id, source partition key)
     for (const auto& s : *sources) {
       present.emplace(std::string(s.at("id").as_string()),
@@ -277,14 +340,29 @@ class TopN : public ProcessorKind, public views::CopySettings {
                               std::string(expected.at("id").as_string()));
   }
 
+  // When a member that shows the right source is written again.
+  enum class Refresh {
+    kWhenOlder,      // its source version is older (changes: replays change nothing)
+    kWhenDifferent,  // it differs from the expected copy (rebuild: repairs what was edited)
+  };
+
   // Makes the view partition `pk` equal to its recomputation from the source
   // (a scan; for the rare changes that can let a non-member in).
   Status Reconcile(const std::string& pk, const std::vector<boost::json::object>& members,
                    ViewContext& ctx) const {
     auto expected = Expected(ctx, members);
     if (!expected.ok()) return expected.status();
+    views::RebuildWriter writer(ctx);
+    return ReconcileWith(pk, members, *expected, Refresh::kWhenOlder, writer);
+  }
+
+  // Writes the difference between `members`, the view partition `pk`, and
+  // the copies of `expected` that belong in it.
+  Status ReconcileWith(const std::string& pk, const std::vector<boost::json::object>& members,
+                       const std::vector<boost::json::object>& expected, Refresh refresh,
+                       views::RebuildWriter& writer) const {
     std::map<std::string, const boost::json::object*> wanted;
-    for (const auto& e : *expected) {
+    for (const auto& e : expected) {
       if (views::StringAt(e, target_pk) == pk) wanted[std::string(e.at("id").as_string())] = &e;
     }
     std::map<std::string, const boost::json::object*> present;
@@ -292,16 +370,18 @@ class TopN : public ProcessorKind, public views::CopySettings {
     for (const auto& [id, m] : present) {
       auto it = wanted.find(id);
       if (it == wanted.end() || !Shows(*m, *it->second)) {
-        if (Status s = ctx.Delete(target_container, pk, id); !s.ok()) return s;
+        if (Status s = writer.Delete(target_container, pk, id); !s.ok()) return s;
       }
     }
     for (const auto& [id, e] : wanted) {
       auto it = present.find(id);
-      if (it != present.end() && views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e) &&
-          Shows(*it->second, *e)) {
+      if (it != present.end() && Shows(*it->second, *e) &&
+          (refresh == Refresh::kWhenOlder
+               ? views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e)
+               : views::SameView(*it->second, *e))) {
         continue;
       }
-      if (Status s = ctx.Upsert(target_container, *e); !s.ok()) return s;
+      if (Status s = writer.Upsert(target_container, *e); !s.ok()) return s;
     }
     return Status::Ok();
   }
@@ -320,9 +400,10 @@ Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
   try {
     size_t used = 0;
     kind->cap = std::stoul(cap, &used);
-    if (used != cap.size() || kind->cap < 1 || kind->cap > 1000) throw std::out_of_range("cap");
+    if (used != cap.size() || kind->cap < 1 || kind->cap > kMaxCap) throw std::out_of_range("cap");
   } catch (const std::exception&) {
-    return s.Error("cap", "must be an integer 1..1000, got '" + cap + "'");
+    return s.Error("cap",
+                   "must be an integer 1.." + std::to_string(kMaxCap) + ", got '" + cap + "'");
   }
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }

@@ -212,4 +212,19 @@ Status Collision(const CopySettings& copy, const boost::json::object& existing,
                     target_pk + "/" + std::string(id) + ", which is " + taken_by + "; refused");
 }
 
+Status RebuildWriter::Upsert(const std::string& container, boost::json::object item) {
+  return Counted(ctx_.Upsert(container, std::move(item)));
+}
+
+Status RebuildWriter::Delete(const std::string& container, const std::string& partition_key,
+                             const std::string& id) {
+  return Counted(ctx_.Delete(container, partition_key, id));
+}
+
+Status RebuildWriter::Counted(Status s) {
+  if (!s.ok()) return s;
+  if (++writes_ % kRebuildWritesPerCommit == 0) return ctx_.Flush();
+  return Status::Ok();
+}
+
 }  // namespace feedd::views

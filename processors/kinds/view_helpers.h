@@ -91,4 +91,26 @@ std::optional<std::string> SourcePartitionKey(const boost::json::object& item,
 Status Collision(const CopySettings& copy, const boost::json::object& existing,
                  std::string_view source_pk, std::string_view id);
 
+// How a Rebuild() writes: only the difference between the view there is and
+// the view there should be, through a RebuildWriter, so that rebuilding a
+// right view writes nothing, Kafka consumers of the view see no churn, and
+// readers see the old view until the rebuild's commit. A difference of more
+// than kRebuildWritesPerCommit writes is committed in steps of that many
+// (each item whole), so that a rebuild of a large view does not hold it all
+// in memory.
+inline constexpr size_t kRebuildWritesPerCommit = 5000;
+
+class RebuildWriter {
+ public:
+  explicit RebuildWriter(ViewContext& ctx) : ctx_(ctx) {}
+  Status Upsert(const std::string& container, boost::json::object item);
+  Status Delete(const std::string& container, const std::string& partition_key,
+                const std::string& id);
+
+ private:
+  Status Counted(Status s);
+  ViewContext& ctx_;
+  size_t writes_ = 0;
+};
+
 }  // namespace feedd::views

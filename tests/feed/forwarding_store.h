@@ -37,6 +37,9 @@ class ForwardingStore : public DocumentStore {
   void SubmitView(ViewWrite v, WriteCallback done) override {
     inner_->SubmitView(std::move(v), std::move(done));
   }
+  void SubmitImport(ImportBatch b, ImportCallback done) override {
+    inner_->SubmitImport(std::move(b), std::move(done));
+  }
   Lsn HeadLsn() const override { return inner_->HeadLsn(); }
   Lsn OldestRetainedLsn() const override { return inner_->OldestRetainedLsn(); }
   Status ReadFeed(const FeedReadSpec& spec, FeedPage* page) const override {

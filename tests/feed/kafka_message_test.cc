@@ -60,6 +60,30 @@ TEST(KafkaMessageTest, DebeziumFields) {
   }
 }
 
+// An imported item's change ("import": true in the native envelope) is
+// Debezium's snapshot read; other changes have no snapshot marker.
+TEST(KafkaMessageTest, DebeziumSaysSnapshotReadForAnImportedItem) {
+  KafkaOptions options;
+  options.envelope = EnvelopeFormat::kDebezium;
+  ChangeRecord imported = Record(ChangeOp::kCreate, "null", R"({"id":"c1","postId":"p1"})");
+  imported.envelope_json.replace(imported.envelope_json.find(",\"before\""), 0, ",\"import\":true");
+  auto v = boost::json::parse(*EncodeChange(options, imported).value).as_object();
+  EXPECT_EQ(v["op"].as_string(), "r");
+  EXPECT_EQ(v["source"].as_object()["snapshot"].as_string(), "true");
+  EXPECT_EQ(boost::json::serialize(v["after"]), R"({"id":"c1","postId":"p1"})");
+
+  auto plain =
+      boost::json::parse(
+          *EncodeChange(options, Record(ChangeOp::kCreate, "null", R"({"id":"c1"})")).value)
+          .as_object();
+  EXPECT_EQ(plain["op"].as_string(), "c");
+  EXPECT_FALSE(plain["source"].as_object().contains("snapshot"));
+
+  // The native envelope is sent as stored, the marker included.
+  KafkaOptions native;
+  EXPECT_EQ(*EncodeChange(native, imported).value, imported.envelope_json);
+}
+
 TEST(KafkaMessageTest, LargeEnvelopeDropsBeforeImageFirst) {
   KafkaOptions options;
   options.max_envelope_bytes = 1000;

@@ -16,6 +16,7 @@
 
 #include "feed/embedded_broker.h"
 #include "feed/kafka_message.h"
+#include "feed/retained_tail.h"
 #include "tests/feed/forwarding_store.h"
 
 namespace feedd {
@@ -27,11 +28,14 @@ struct Message {
   std::string key;
   std::optional<std::string> value;
   std::map<std::string, std::string> headers;
-  Lsn lsn = 0;
+  Lsn lsn = 0;       // feedd-lsn; 0 for a resolved marker
+  Lsn resolved = 0;  // feedd-resolved of a resolved marker
+  int64_t offset = 0;
 };
 
-// Reads every topic from the beginning until `expected` messages arrived
-// (or `timeout`), then keeps reading briefly to catch duplicates.
+// Reads every topic from the beginning until `expected` changes (messages
+// that are not resolved markers) arrived (or `timeout`), then keeps reading
+// briefly to catch duplicates.
 std::vector<Message> ConsumeAll(const std::string& bootstrap,
                                 const std::vector<std::string>& topics, size_t expected,
                                 std::chrono::seconds timeout = std::chrono::seconds(30)) {
@@ -59,12 +63,13 @@ std::vector<Message> ConsumeAll(const std::string& bootstrap,
   rd_kafka_assign(rk, parts);
   rd_kafka_topic_partition_list_destroy(parts);
   std::vector<Message> out;
+  size_t changes = 0;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::chrono::steady_clock::time_point settle{};
   for (;;) {
     auto now = std::chrono::steady_clock::now();
     if (now > deadline) break;
-    if (out.size() >= expected) {
+    if (changes >= expected) {
       if (settle == std::chrono::steady_clock::time_point{})
         settle = now + std::chrono::milliseconds(500);
       if (now > settle) break;
@@ -88,7 +93,13 @@ std::vector<Message> ConsumeAll(const std::string& bootstrap,
           msg.headers[name].assign(static_cast<const char*>(value), size);
         }
       }
-      msg.lsn = std::stoull(msg.headers["feedd-lsn"]);
+      msg.offset = m->offset;
+      if (auto marker = msg.headers.find("feedd-resolved"); marker != msg.headers.end()) {
+        msg.resolved = std::stoull(marker->second);
+      } else if (auto lsn = msg.headers.find("feedd-lsn"); lsn != msg.headers.end()) {
+        msg.lsn = std::stoull(lsn->second);
+        ++changes;
+      }  // else a heartbeat
       out.push_back(std::move(msg));
     }
     rd_kafka_message_destroy(m);
@@ -96,6 +107,12 @@ std::vector<Message> ConsumeAll(const std::string& bootstrap,
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
   return out;
+}
+
+// The changes (and tombstones) among `messages`: no resolved markers.
+std::vector<Message> WithoutMarkers(std::vector<Message> messages) {
+  std::erase_if(messages, [](const Message& m) { return m.resolved != 0; });
+  return messages;
 }
 
 class PublisherTest : public ::testing::Test {
@@ -164,6 +181,72 @@ class PublisherTest : public ::testing::Test {
     }
   }
 
+  // Waits until every partition acknowledged a resolved marker >= `lsn`.
+  void WaitResolved(Lsn lsn) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (publisher_->GetStatus().resolved_lsn < lsn) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "resolved " << publisher_->GetStatus().resolved_lsn << " < " << lsn;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  void WriteSome(int n, int seed) {
+    for (int i = 0; i < n; ++i) {
+      const std::string k = std::to_string(seed * 1000 + i);
+      if (i % 3 == 0) {
+        ASSERT_TRUE(Upsert("users",
+                           R"({"id":"u)" + k + R"(","userId":"u)" + std::to_string(i % 4) + R"("})")
+                        .status.ok());
+      } else {
+        ASSERT_TRUE(Upsert("posts",
+                           R"({"id":"c)" + k + R"(","postId":"p)" + std::to_string(i % 7) + R"("})")
+                        .status.ok());
+      }
+    }
+  }
+
+  // Per topic partition, in offset order: every resolved marker is above
+  // the one before, at most the head, and after every change of that
+  // partition at or below its LSN. Returns the number of markers.
+  size_t ExpectMarkersFollowTheirChanges(const std::vector<Message>& messages) {
+    std::map<std::pair<std::string, int>, std::vector<Lsn>> feed_of;  // LSNs, ascending
+    for (const auto& [lsn, r] : Feed()) {
+      feed_of[{"feedd." + r.container, KafkaPartitionOf(r.partition_key, 3)}].push_back(lsn);
+    }
+    std::map<std::pair<std::string, int>, std::vector<const Message*>> in;
+    for (const auto& m : messages) in[{m.topic, m.partition}].push_back(&m);
+    const Lsn head = store_->HeadLsn();
+    size_t markers = 0;
+    for (auto& [where, list] : in) {
+      std::sort(list.begin(), list.end(),
+                [](const Message* a, const Message* b) { return a->offset < b->offset; });
+      const std::string at = where.first + "/" + std::to_string(where.second);
+      Lsn last = 0;
+      std::set<Lsn> before;  // changes at lower offsets
+      for (const Message* m : list) {
+        if (m->resolved == 0) {
+          before.insert(m->lsn);
+          continue;
+        }
+        ++markers;
+        EXPECT_GT(m->resolved, last) << at << " offset " << m->offset;
+        EXPECT_LE(m->resolved, head) << at;
+        EXPECT_EQ(m->key, "feedd-resolved");
+        EXPECT_EQ(m->value.value_or(""), R"({"resolved":)" + std::to_string(m->resolved) + "}");
+        EXPECT_EQ(m->headers.count("feedd-lsn"), 0u);
+        EXPECT_EQ("feedd." + m->headers.at("feedd-container"), where.first);
+        for (Lsn lsn : feed_of[where]) {
+          if (lsn > m->resolved) break;
+          EXPECT_EQ(before.count(lsn), 1u) << at << ": the marker " << m->resolved << " at offset "
+                                           << m->offset << " is not after LSN " << lsn;
+        }
+        last = m->resolved;
+      }
+    }
+    return markers;
+  }
+
   std::vector<std::string> Topics() const { return {"feedd.users", "feedd.posts", "feedd.feed"}; }
 
   // Every change of the store's feed, by LSN.
@@ -187,7 +270,7 @@ class PublisherTest : public ::testing::Test {
     std::map<std::string, Lsn> last_per_key;
     const Lsn oldest = store_->OldestRetainedLsn();
     for (const auto& m : messages) {
-      if (!m.value) continue;  // tombstones are checked separately
+      if (!m.value || m.resolved != 0) continue;  // tombstones and markers: separately
       ASSERT_EQ(++seen[m.lsn], 1) << "LSN " << m.lsn << " delivered twice";
       if (m.lsn < oldest) continue;  // dropped by retention after delivery
       ASSERT_EQ(feed.count(m.lsn), 1u) << m.lsn;
@@ -270,7 +353,7 @@ TEST_F(PublisherTest, ItemKeysKeepAPartitionKeyInOnePartition) {
   auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
   ExpectExactlyOnce(messages);
   std::set<int> partitions;
-  for (const auto& m : messages) partitions.insert(m.partition);
+  for (const auto& m : WithoutMarkers(messages)) partitions.insert(m.partition);
   EXPECT_EQ(partitions, std::set<int>{KafkaPartitionOf("p1", 3)});
 }
 
@@ -376,7 +459,7 @@ TEST_F(PublisherTest, LargeItemIsSentAsReferenceAndTheFeedMovesOn) {
       Upsert("posts", R"({"id":"big","postId":"p1","blob":")" + blob + R"("})").status.ok());
   ASSERT_TRUE(Upsert("posts", R"({"id":"after","postId":"p1"})").status.ok());
   WaitPublished(store_->HeadLsn());
-  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), 2);
+  auto messages = WithoutMarkers(ConsumeAll(broker_->bootstrap(), Topics(), 2));
   ASSERT_EQ(messages.size(), 2u);
   auto big = boost::json::parse(*messages[0].value).as_object();
   EXPECT_EQ(big["id"].as_string(), "big");
@@ -385,6 +468,219 @@ TEST_F(PublisherTest, LargeItemIsSentAsReferenceAndTheFeedMovesOn) {
   EXPECT_EQ(publisher_->GetStatus().envelopes_shrunk, 1u);
   auto next = boost::json::parse(*messages[1].value).as_object();
   EXPECT_EQ(next["id"].as_string(), "after");
+}
+
+// Resolved markers: every partition of every topic (feed, which gets no
+// change here, too), increasing, never ahead of the changes in front of them.
+TEST_F(PublisherTest, ResolvedMarkersFollowTheChangesTheyVouchFor) {
+  kafka_.resolved_interval_ms = 20;
+  StartPublisher();
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    WriteSome(40, round);
+    WaitResolved(store_->HeadLsn());  // a round for each burst: distinct LSNs
+  }
+  const Lsn head = store_->HeadLsn();
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), head);
+  ExpectExactlyOnce(messages);
+  const size_t markers = ExpectMarkersFollowTheirChanges(messages);
+  std::map<std::pair<std::string, int>, Lsn> last;
+  for (const auto& m : messages) {
+    if (m.resolved != 0)
+      last[{m.topic, m.partition}] = std::max(last[{m.topic, m.partition}], m.resolved);
+  }
+  EXPECT_EQ(last.size(), 9u) << "a marker in each of 3 partitions of 3 topics";
+  for (const auto& [where, lsn] : last) EXPECT_EQ(lsn, head) << where.first << "/" << where.second;
+  EXPECT_GE(markers, 9u * kRounds);
+  PublisherStatus s = publisher_->GetStatus();
+  EXPECT_EQ(s.resolved_markers, markers);
+  EXPECT_EQ(s.resolved_lsn, head);
+  EXPECT_EQ(s.delivered, head) << "markers are not counted as delivered changes";
+}
+
+// While nothing is published there is no marker: over many intervals, none
+// before the first change, one round after it, none after that.
+TEST_F(PublisherTest, NoResolvedMarkerWhileNothingIsPublished) {
+  kafka_.resolved_interval_ms = 10;
+  StartPublisher();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (publisher_->GetStatus().state != "running") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // The property is an absence, so it is watched over a window: 30 intervals.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(publisher_->GetStatus().resolved_markers, 0u);
+  EXPECT_TRUE(ConsumeAll(broker_->bootstrap(), Topics(), 0).empty());
+
+  ASSERT_TRUE(Upsert("posts", R"({"id":"a","postId":"p1"})").status.ok());
+  WaitResolved(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(publisher_->GetStatus().resolved_markers, 9u) << "one round, not one per interval";
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), 1);
+  EXPECT_EQ(messages.size(), 10u);
+  EXPECT_EQ(ExpectMarkersFollowTheirChanges(messages), 9u);
+}
+
+// A restarted publisher starts at its persisted checkpoint, which no marker
+// of the earlier run passed: its markers stay above the earlier ones.
+TEST_F(PublisherTest, ResolvedMarkersStayMonotonicAcrossARestart) {
+  kafka_.resolved_interval_ms = 10;
+  StartPublisher();
+  WriteSome(30, 1);
+  WaitResolved(store_->HeadLsn());
+  publisher_->Stop();
+  publisher_.reset();
+  WriteSome(30, 2);
+  auto p = Publisher::Start(store_.get(), kafka_, broker_->bootstrap(), false);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  publisher_ = std::move(*p);
+  WaitResolved(store_->HeadLsn());
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
+  ExpectExactlyOnce(messages);
+  EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
+}
+
+// With its checkpoint lost, a publisher starts from the oldest change: it
+// recognises only what the partition tails hold (max_inflight_messages each)
+// and sends the older changes again, its checkpoint climbing as they are
+// delivered. Its markers must still not fall below the earlier run's, which
+// it reads from the partition tails.
+TEST_F(PublisherTest, ResolvedMarkersStayMonotonicWithALostCheckpoint) {
+  kafka_.resolved_interval_ms = 1;
+  kafka_.max_inflight_messages = 20;
+  StartPublisher();
+  WriteSome(600, 1);
+  WaitPublished(store_->HeadLsn());
+  WaitResolved(store_->HeadLsn());
+  publisher_->Stop();
+  publisher_.reset();
+  ASSERT_TRUE(store_->UnregisterConsumer(Publisher::kConsumerName).ok());
+  StartPublisher();
+  WriteSome(10, 2);
+  WaitPublished(store_->HeadLsn());
+  WaitResolved(store_->HeadLsn());
+  EXPECT_GT(publisher_->GetStatus().produced, 10u) << "older changes were sent again";
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), store_->HeadLsn());
+  EXPECT_GE(ExpectMarkersFollowTheirChanges(messages), 18u);
+}
+
+// Heartbeats (Debezium's model): at the interval whether or not anything is
+// written, each with the publisher's checkpoint, in one partition.
+TEST_F(PublisherTest, HeartbeatsGoOnWhileNothingIsWritten) {
+  kafka_.heartbeat_interval_ms = 20;
+  kafka_.resolved_interval_ms = 0;
+  ASSERT_TRUE(broker_->CreateTopic(HeartbeatTopic(kafka_), 1).ok());
+  StartPublisher();
+  auto wait_heartbeats = [&](uint64_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (publisher_->GetStatus().heartbeats < n) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
+  wait_heartbeats(5);
+  ASSERT_TRUE(Upsert("posts", R"({"id":"a","postId":"p1"})").status.ok());
+  WaitPublished(1);
+  wait_heartbeats(publisher_->GetStatus().heartbeats + 10);
+  auto messages = ConsumeAll(broker_->bootstrap(), {"feedd.__heartbeat"}, 0);
+  ASSERT_GE(messages.size(), 15u);
+  uint64_t last_ts = 0;
+  Lsn last_lsn = 0;
+  for (const auto& m : messages) {
+    EXPECT_EQ(m.partition, 0);
+    EXPECT_EQ(m.key, R"({"serverName":"feedd"})");
+    auto value = boost::json::parse(m.value.value_or("null")).as_object();
+    const uint64_t ts = value.at("ts_ms").to_number<uint64_t>();
+    const Lsn lsn = value.at("publishedLsn").to_number<Lsn>();
+    EXPECT_GE(ts, last_ts);
+    EXPECT_GE(lsn, last_lsn);
+    EXPECT_LE(lsn, 1u);
+    last_ts = ts;
+    last_lsn = lsn;
+  }
+  EXPECT_EQ(boost::json::parse(*messages.front().value).at("publishedLsn"), 0);
+  EXPECT_EQ(last_lsn, 1u);
+  EXPECT_EQ(publisher_->GetStatus().delivered, 1u) << "heartbeats are not counted as changes";
+}
+
+// The tail of the retained feed that fits a per-partition budget: contiguous
+// up to the head, and as long as the fullest partition allows.
+TEST_F(PublisherTest, RetainedTailStartKeepsEveryPartitionWithinTheBudget) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(
+        Upsert("users", R"({"id":"u)" + std::to_string(i) + R"(","userId":"u1"})").status.ok());
+  }
+  const std::string blob(10000, 'x');
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i) + R"(","postId":"p1","blob":")" +
+                                    blob + R"("})")
+                    .status.ok());
+  }
+  const Lsn head = store_->HeadLsn();
+  ASSERT_EQ(head, 35u);
+  auto everything = RetainedTailStart(*store_, kafka_, 3, 10 << 20);
+  ASSERT_TRUE(everything.ok()) << everything.status().ToString();
+  EXPECT_EQ(*everything, 1u);
+  auto nothing = RetainedTailStart(*store_, kafka_, 3, 100);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_EQ(*nothing, head + 1);
+  // ~10.2 KB per post message: 9 fit in 100,000 bytes, 10 do not.
+  auto tail = RetainedTailStart(*store_, kafka_, 3, 100000);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(*tail, head - 8);
+}
+
+// The embedded broker starts empty: a publisher starting on a fresh one
+// republishes the retained tail that fits its window (not just what
+// registered consumers still need, which here is nothing), all of it kept.
+TEST_F(PublisherTest, AFreshEmbeddedBrokerGetsTheRetainedTailThatFitsItsWindow) {
+  kafka_.resolved_interval_ms = 0;
+  StartPublisher();
+  std::string blob(100 * 1024, 'x');
+  for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>('a' + (i * 7919) % 26);
+  for (int i = 0; i < 60; ++i) {  // ~6 MiB in one partition: more than the window
+    ASSERT_TRUE(Upsert("posts", R"({"id":"c)" + std::to_string(i) + R"(","postId":"p1","n":)" +
+                                    std::to_string(i) + R"(,"blob":")" + blob + R"("})")
+                    .status.ok());
+    if (i % 6 == 0) {
+      ASSERT_TRUE(
+          Upsert("users", R"({"id":"u)" + std::to_string(i) + R"(","userId":"u1"})").status.ok());
+    }
+  }
+  const Lsn head = store_->HeadLsn();
+  WaitPublished(head);
+  publisher_->Stop();
+  publisher_.reset();
+
+  broker_.reset();
+  auto broker = EmbeddedBroker::Start();
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  broker_ = std::move(*broker);
+  for (const auto& c : store_->containers()) {
+    ASSERT_TRUE(broker_->CreateTopic(kafka_.topic_prefix + c.name, 3).ok());
+  }
+  StartPublisher();
+  auto first = RetainedTailStart(*store_, kafka_, 3, EmbeddedBroker::kRepublishBytesPerPartition);
+  ASSERT_TRUE(first.ok());
+  EXPECT_GT(*first, 10u) << "the whole feed does not fit the window";
+  EXPECT_LT(*first, head - 20) << "a good part of it does";
+  WaitPublished(head);
+  auto messages = ConsumeAll(broker_->bootstrap(), Topics(), head - *first + 1);
+  std::vector<Lsn> lsns;
+  std::map<std::pair<std::string, int>, int64_t> lowest_offset;
+  for (const auto& m : messages) {
+    lsns.push_back(m.lsn);
+    auto [it, added] = lowest_offset.try_emplace({m.topic, m.partition}, m.offset);
+    if (!added) it->second = std::min(it->second, m.offset);
+  }
+  std::sort(lsns.begin(), lsns.end());
+  std::vector<Lsn> expected;
+  for (Lsn lsn = *first; lsn <= head; ++lsn) expected.push_back(lsn);
+  EXPECT_EQ(lsns, expected) << "the tail from LSN " << *first << ", each change once";
+  for (const auto& [where, offset] : lowest_offset) {
+    EXPECT_EQ(offset, 0) << where.first << "/" << where.second << ": the broker dropped some";
+  }
 }
 
 }  // namespace

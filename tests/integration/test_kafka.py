@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ import unittest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from feedd_harness import FeeddDaemon, FeeddTestCase
+from feedd_harness import DaemonError, FeeddDaemon, FeeddTestCase
 
 TOPICS = ("feedd.users", "feedd.posts", "feedd.feed")
 HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id", "feedd-partition-key")
@@ -91,6 +92,12 @@ class KMsg:
             return None
         return int(raw)
 
+    @property
+    def resolved(self):
+        """The LSN a resolved marker vouches for; None for other messages."""
+        raw = self.headers.get("feedd-resolved")
+        return int(raw) if raw is not None and raw.isdigit() else None
+
     def where(self):
         return "%s/%d@%d" % (self.topic, self.partition, self.offset)
 
@@ -99,11 +106,13 @@ class KMsg:
         return "KMsg(%s key=%r headers=%r value=%r)" % (self.where(), self.key, self.header_list, v)
 
 
-def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_S):
+def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_S,
+                markers=False):
     """Reads every partition of `topics` from the beginning (python3-kafka, no
     group) until each reached its end offset and nothing new came for idle_s.
 
-    Returns (messages in (topic, partition, offset) order, {tp: low watermark}).
+    Returns (messages in (topic, partition, offset) order, {tp: low watermark});
+    resolved markers only with markers=True.
     """
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                              auto_offset_reset="earliest", enable_auto_commit=False,
@@ -149,6 +158,8 @@ def consume_all(bootstrap, topics=TOPICS, idle_s=0.5, timeout_s=CONSUME_TIMEOUT_
                                      "%.0f s (next offset, end offset): %r"
                                      % (bootstrap, timeout_s, short))
         out.sort(key=lambda m: (m.topic, m.partition, m.offset))
+        if not markers:
+            out = [m for m in out if m.resolved is None]
         return out, {(tp.topic, tp.partition): low[tp] for tp in parts}
     finally:
         consumer.close()
@@ -559,8 +570,10 @@ class KafkaNativeTest(FeeddTestCase):
         got = []
         for line in lines:
             p, o, headers = line.split(" ", 2)
-            lsn = dict(h.split("=", 1) for h in headers.split(",")).get("feedd-lsn")
-            got.append((int(p), int(o), lsn))
+            headers = dict(h.split("=", 1) for h in headers.split(","))
+            if "feedd-resolved" in headers:
+                continue  # a resolved marker
+            got.append((int(p), int(o), headers.get("feedd-lsn")))
         expected = [(m.partition, m.offset, m.headers["feedd-lsn"].decode())
                     for m in messages if m.topic == "feedd.posts"]
         sys.stderr.write("\n  kcat read %d messages of feedd.posts (python3-kafka: %d)\n"
@@ -699,6 +712,212 @@ class KafkaItemKeyTest(FeeddTestCase):
             pk = t.headers["feedd-partition-key"].decode("utf-8")
             self.assertEqual(t.key, item_key(pk, t.headers["feedd-id"].decode("utf-8")), t)
             self.assertEqual(t.partition, partition_of(pk), t)
+
+
+def wait_resolved(tc, client, lsn, timeout_s=PUBLISH_TIMEOUT_S):
+    """Waits until every partition acknowledged a resolved marker >= lsn;
+    returns /v1/feed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = client.feed_info()
+        if (info["kafka"].get("resolvedLsn") or 0) >= lsn:
+            return info
+        if time.monotonic() > deadline:
+            tc.fail("no resolved marker for LSN %d after %.0f s: %s"
+                    % (lsn, timeout_s, json.dumps(info)))
+        time.sleep(0.02)
+
+
+def check_markers(tc, messages, changes, head):
+    """Per topic partition, in offset order: every resolved marker is above
+    the one before, at most `head`, and after every change of that partition
+    with an LSN up to its own (compared with /v1/changefeed). Returns
+    {(topic, partition): [marker LSNs in offset order]}."""
+    feed_of = collections.defaultdict(set)
+    for change, _ in changes:
+        feed_of[("feedd." + change["container"], partition_of(change["partitionKey"]))].add(
+            change["lsn"])
+    seen = collections.defaultdict(set)
+    markers = collections.defaultdict(list)
+    for m in sorted(messages, key=lambda m: (m.topic, m.partition, m.offset)):
+        where = (m.topic, m.partition)
+        if m.resolved is None:
+            seen[where].add(m.lsn)
+            continue
+        what = "marker %d at %s" % (m.resolved, m.where())
+        tc.assertEqual(m.key, b"feedd-resolved", what)
+        tc.assertEqual(json.loads(m.value), {"resolved": m.resolved}, what)
+        tc.assertNotIn("feedd-lsn", m.headers, what)
+        tc.assertEqual(b"feedd." + m.headers.get("feedd-container", b""), m.topic.encode(), what)
+        tc.assertLessEqual(m.resolved, head, what)
+        if markers[where]:
+            tc.assertGreater(m.resolved, markers[where][-1], "%s: not above the one before" % what)
+        ahead = sorted(lsn for lsn in feed_of[where] if lsn <= m.resolved and lsn not in seen[where])
+        tc.assertEqual(ahead[:10], [], "%s: changes of its partition at or below it come later"
+                       % what)
+        markers[where].append(m.resolved)
+    return markers
+
+
+class KafkaResolvedTest(FeeddTestCase):
+    """Resolved markers against the real daemon, read with python3-kafka and
+    compared with /v1/changefeed."""
+
+    INTERVAL_MS = 100
+
+    def setUp(self):
+        self.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        self.daemon = FeeddDaemon(name="feedd-resolved", extra_args=[
+            "--kafka.resolved_interval_ms=%d" % self.INTERVAL_MS])
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+
+    def test_markers_are_monotonic_and_never_ahead_of_what_was_published(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        w = Workload(self, c, random.Random(self.seed))
+        bursts = 4
+        for _ in range(bursts):
+            w.run(40)
+            wait_resolved(self, c, c.head_lsn())  # one round per burst at least
+        info = wait_published(self, c, what="resolved markers")
+        head = info["headLsn"]
+        info = wait_resolved(self, c, head)
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap, markers=True)
+        markers = check_markers(self, messages, changes, head)
+        self.assertEqual(sorted(markers), sorted((t, p) for t in TOPICS for p in range(3)),
+                         "a marker in every partition of every topic")
+        for where, lsns in markers.items():
+            self.assertEqual(lsns[-1], head, where)
+            self.assertGreaterEqual(len(lsns), bursts, where)
+        total = sum(len(lsns) for lsns in markers.values())
+        self.assertEqual(info["kafka"]["resolvedMarkers"], total, info)
+        self.assertEqual(info["kafka"]["resolvedLsn"], head, info)
+        self.assertEqual(info["kafka"]["delivered"], head, "markers are not counted as changes")
+        a = Analysis([m for m in messages if m.resolved is None], changes, lows)
+        a.assert_exactly_once(self, "with resolved markers")
+        sys.stderr.write("\n  %d changes, %d markers (%d rounds)\n"
+                         % (head, total, total // 9))
+
+    def test_no_marker_while_nothing_is_published(self):
+        c = self.daemon.client()
+        bootstrap = self.daemon.ready["kafka"]
+        wait_published(self, c, what="idle start")
+        messages, _ = consume_all(bootstrap, markers=True, idle_s=0.2)
+        self.assertEqual(messages, [], "nothing written, nothing published")
+        r = c.create("posts", {"id": "r1", "postId": "rp", "type": "kafkatest"})
+        self.assertStatus(r, 201)
+        lsn = self.assertLsnHeader(r)
+        info = wait_resolved(self, c, lsn)
+        self.assertEqual(info["kafka"]["resolvedMarkers"], 9, info)
+        # An absence is watched over a window: 10 intervals.
+        time.sleep(10 * self.INTERVAL_MS / 1000.0)
+        info = c.feed_info()
+        self.assertEqual(info["kafka"]["resolvedMarkers"], 9, "one round, not one per interval")
+        messages, _ = consume_all(bootstrap, markers=True, idle_s=0.2)
+        self.assertEqual(sorted((m.topic, m.partition, m.resolved) for m in messages
+                                if m.resolved is not None),
+                         sorted((t, p, lsn) for t in TOPICS for p in range(3)))
+        self.assertEqual([m.lsn for m in messages if m.resolved is None], [lsn])
+
+
+class KafkaHeartbeatTest(FeeddTestCase):
+    """kafka.heartbeat_interval_ms: heartbeats while nothing is written,
+    carrying the published LSN."""
+
+    def test_heartbeats_while_idle_carry_the_published_lsn(self):
+        daemon = FeeddDaemon(name="feedd-heartbeat", extra_args=[
+            "--kafka.heartbeat_interval_ms=100", "--instance.name=hb-test"])
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        bootstrap = daemon.ready["kafka"]
+
+        def wait_heartbeats(n):
+            deadline = time.monotonic() + PUBLISH_TIMEOUT_S
+            while True:
+                info = c.feed_info()
+                if info["kafka"].get("heartbeats", 0) >= n:
+                    return info
+                self.assertLess(time.monotonic(), deadline, "heartbeats: %r" % info)
+                time.sleep(0.05)
+
+        wait_heartbeats(3)
+        r = c.create("posts", {"id": "h1", "postId": "hp", "type": "kafkatest"})
+        self.assertStatus(r, 201)
+        lsn = self.assertLsnHeader(r)
+        wait_published(self, c, what="heartbeat")
+        info = wait_heartbeats(c.feed_info()["kafka"]["heartbeats"] + 5)
+        self.assertEqual(info["kafka"]["delivered"], lsn, "heartbeats are not changes")
+        # Heartbeats keep coming: read until a pause shorter than the interval.
+        beats, _ = consume_all(bootstrap, topics=("feedd.__heartbeat",), idle_s=0.03)
+        self.assertGreaterEqual(len(beats), 8, beats)
+        values = [json.loads(m.value) for m in beats]
+        for m, v in zip(beats, values):
+            self.assertEqual((m.partition, m.key), (0, b'{"serverName":"hb-test"}'), m)
+            self.assertEqual(sorted(v), ["publishedLsn", "ts_ms"], m)
+        self.assertEqual(values[0]["publishedLsn"], 0, "nothing was published at first")
+        self.assertEqual(values[-1]["publishedLsn"], lsn)
+        self.assertEqual([v["ts_ms"] for v in values], sorted(v["ts_ms"] for v in values))
+        self.assertEqual([v["publishedLsn"] for v in values],
+                         sorted(v["publishedLsn"] for v in values))
+        changes, _ = consume_all(bootstrap)
+        self.assertEqual([m.lsn for m in changes], [lsn], "the change topics hold the change only")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class KafkaEmbeddedRestartTest(FeeddTestCase):
+    """The embedded broker starts empty; after a restart it holds the
+    retained tail again, at the same bootstrap address (kafka.embedded_port)."""
+
+    def test_retained_tail_at_the_same_address_after_a_restart(self):
+        self.seed = seed_from_env("FEEDD_KAFKA_SEED")
+        port = free_port()
+        daemon = FeeddDaemon(name="feedd-embedded-restart",
+                             extra_args=["--kafka.embedded_port=%d" % port])
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        bootstrap = "127.0.0.1:%d" % port
+        self.assertEqual(daemon.ready.get("kafka"), bootstrap, daemon.ready)
+        c = daemon.client()
+        Workload(self, c, random.Random(self.seed)).run(120)
+        wait_published(self, c, what="before the restart")
+        before, _ = consume_all(bootstrap)
+        daemon.restart()
+        self.assertEqual(daemon.ready.get("kafka"), bootstrap, "the bootstrap address changed")
+        c = daemon.client()
+        info = wait_published(self, c, what="after the restart")
+        kafka_info_ok(self, info, bootstrap, "after the restart")
+        self.assertIn("a relay to 127.0.0.1:", daemon.logs())
+        changes = changes_with_raw(c)
+        messages, lows = consume_all(bootstrap)  # through the fixed port
+        a = Analysis(messages, changes, lows)
+        sys.stderr.write("\n  before the restart %d records; after: %s\n"
+                         % (len(before), a.summary()))
+        # Everything retained fits the broker's window: all of it is back.
+        a.assert_exactly_once(self, "after the restart")
+        self.assertEqual(len(messages), len(before))
+        self.assertEqual([(m.topic, m.partition, m.lsn) for m in messages],
+                         [(m.topic, m.partition, m.lsn) for m in before])
+
+    def test_a_taken_port_is_a_clear_start_up_error(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            daemon = FeeddDaemon(name="feedd-port-taken",
+                                 extra_args=["--kafka.embedded_port=%d" % port])
+            self.addCleanup(daemon.cleanup)
+            with self.assertRaises(DaemonError):
+                daemon.start()
+            self.assertIn("kafka.embedded_port: cannot listen on 127.0.0.1:%d" % port,
+                          daemon.logs())
 
 
 class KafkaConfigCheckTest(unittest.TestCase):

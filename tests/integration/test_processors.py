@@ -1468,6 +1468,38 @@ class InProcessViewsTest(FeeddTestCase):
             self.assertLess(time.monotonic(), deadline, c.feed_info())
             time.sleep(0.05)
 
+    def test_a_rebuild_writes_only_what_differs(self):
+        """Rebuilding right views writes nothing: no change record, so Kafka
+        consumers and readers see no intermediate state; a rebuild after a
+        copy was lost writes that copy alone."""
+        daemon = FeeddDaemon(name="feedd-rebuild-diff")
+        self.addCleanup(daemon.cleanup)
+        daemon.start()
+        c = daemon.client()
+        self.assertStatus(c.create("users", {"id": "u1", "userId": "u1", "type": "user",
+                                             "username": "ann"}), 201, "user")
+        for i in range(5):
+            p = "p%d" % i
+            self.assertStatus(c.create("posts", {
+                "id": p, "postId": p, "type": "post", "userId": "u1", "title": "t",
+                "content": "c", "creationDate": "2026-01-01T00:00:0%dZ" % i}), 201, p)
+        wait_views_quiescent(self, c)
+        head = c.head_lsn()
+        for name in ("usernames", "user_posts", "feed"):
+            before = processors_status(c)[name]["viewWrites"]
+            status, _, body = c.request("POST", "/v1/processors/%s/rebuild" % name)
+            self.assertEqual(status, 200, "rebuild %s: %r" % (name, body))
+            self.assertEqual(processors_status(c)[name]["viewWrites"], before, name)
+        self.assertEqual(c.head_lsn(), head, "a rebuild of right views wrote")
+
+        self.assertStatus(c.delete("feed", "post", "p3", headers=OVERRIDE), 204, "lose a copy")
+        head = c.head_lsn()
+        status, _, body = c.request("POST", "/v1/processors/feed/rebuild")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(c.head_lsn(), head + 1, "the rebuild wrote more than the lost copy")
+        status, _, copy = c.read("feed", "post", "p3")
+        self.assertEqual(status, 200, copy)
+
     def test_a_paused_view_stands_still_until_resumed(self):
         daemon = FeeddDaemon(name="feedd-pause")
         self.addCleanup(daemon.cleanup)
@@ -1477,8 +1509,8 @@ class InProcessViewsTest(FeeddTestCase):
 
         def control(verb):
             if feedctl:
-                r = subprocess.run([feedctl, "--api", "%s:%d" % (daemon.host, daemon.port), verb,
-                                    "feed"], capture_output=True, text=True, timeout=60)
+                r = subprocess.run([feedctl, "--json", "--api", "%s:%d" % (daemon.host, daemon.port),
+                                    verb, "feed"], capture_output=True, text=True, timeout=60)
                 self.assertEqual(r.returncode, 0, "feedctl %s feed: %s%s" % (verb, r.stdout,
                                                                            r.stderr))
                 return json.loads(r.stdout)

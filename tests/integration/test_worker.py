@@ -394,7 +394,8 @@ class WorkerTest(FeeddTestCase):
         # The daemon refuses the copy of a 200-character username into a post
         # near storage.max_item_bytes (413, not transient): the worker parks
         # that rename, applies the others, and commits offsets past it.
-        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024"]
+        self.daemon.extra_args = daemon_settings() + ["--storage.max_item_bytes=1024",
+                                                      "--kafka.resolved_interval_ms=1000"]
         self.daemon.start()
         client = self.daemon.client()
         for uid, name in (("u1", "ana"), ("u2", "bob")):
@@ -418,25 +419,48 @@ class WorkerTest(FeeddTestCase):
             self.assertLess(time.monotonic(), deadline, "rename not parked/applied:\n" + w.logs())
             time.sleep(0.05)
         self.assertIn("payload_too_large", w.logs())
+        bootstrap = self.daemon.ready.get("kafka")
+
+        def held_offsets():
+            from kafka import KafkaConsumer, TopicPartition
+            consumer = KafkaConsumer(bootstrap_servers=bootstrap,
+                                     group_id="feedd-processor-usernames",
+                                     enable_auto_commit=False)
+            try:
+                parts = [TopicPartition("feedd.users", p)
+                         for p in sorted(consumer.partitions_for_topic("feedd.users") or ())]
+                self.assertTrue(parts, "no partitions of feedd.users at " + bootstrap)
+                ends = consumer.end_offsets(parts)
+                return {tp.partition: (consumer.committed(tp), ends[tp]) for tp in parts
+                        if ends[tp] > 0 and consumer.committed(tp) != ends[tp]}
+            finally:
+                consumer.close()
+
+        # Every partition ends in resolved markers (docs/kafka.md): the
+        # running worker skips them and commits its offsets past them.
+        deadline = time.monotonic() + 60
+        while True:
+            info = client.feed_info()
+            held = held_offsets()
+            if info["kafka"].get("resolvedLsn") == info["headLsn"] and not held:
+                break
+            self.assertLess(time.monotonic(), deadline, "offsets of feedd.users (committed, end) "
+                            "held back: %r; /v1/feed %r\n%s" % (held, info, w.logs()))
+            time.sleep(0.1)
+        # ... and reports how far they vouch for its partitions (its lag).
+        self.assertEqual(w.metric("feedd_worker_resolved_lsn", "usernames"),
+                         client.feed_info()["kafka"]["resolvedLsn"], w.logs())
+        import test_kafka as kt
+        messages, _ = kt.consume_all(bootstrap, topics=("feedd.users",), markers=True)
+        last = {m.partition: m for m in messages}
+        self.assertTrue(last and all(m.resolved is not None for m in last.values()),
+                        "feedd.users does not end in resolved markers: %r" % last)
+
         self.assertEqual(w.stop(), 0, w.logs())  # commits its offsets
         self.assertIn("usernames: stopping with 1 parked change(s), which are forgotten: LSN ",
                       w.logs())
-
-        from kafka import KafkaConsumer, TopicPartition
-        bootstrap = self.daemon.ready.get("kafka")
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="feedd-processor-usernames",
-                                 enable_auto_commit=False)
-        try:
-            parts = [TopicPartition("feedd.users", p)
-                     for p in sorted(consumer.partitions_for_topic("feedd.users") or ())]
-            self.assertTrue(parts, "no partitions of feedd.users at " + bootstrap)
-            ends = consumer.end_offsets(parts)
-            held = {tp.partition: (consumer.committed(tp), ends[tp]) for tp in parts
-                    if ends[tp] > 0 and consumer.committed(tp) != ends[tp]}
-        finally:
-            consumer.close()
-        self.assertEqual(held, {}, "offsets of feedd.users (committed, end) held back by the "
-                         "parked change")
+        self.assertEqual(held_offsets(), {}, "offsets of feedd.users (committed, end) held "
+                         "back by the parked change")
 
     def test_worker_refuses_a_kind_that_cannot_be_shared(self):
         self.daemon.start()

@@ -6,11 +6,16 @@ scripts run on the host with DPKG_ROOT=R (no chroot, R holds no shell), so
 this also checks that they never touch the host's systemd and that they
 enable the unit offline inside R.
 
+The package is also checked by lintian (no error, no warning), and its man
+pages against the programs' --help.
+
 Needs the built feedd and feedctl ($FEEDD_BUILD_DIR, configured with
--DCMAKE_INSTALL_PREFIX=/usr), cpack, dpkg and dpkg-shlibdeps (dpkg-dev).
+-DCMAKE_INSTALL_PREFIX=/usr), cpack, dpkg, dpkg-shlibdeps (dpkg-dev) and
+lintian.
 """
 
 import glob
+import gzip
 import os
 import re
 import shutil
@@ -57,9 +62,9 @@ class DebTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        for tool in ("dpkg", "dpkg-deb", "dpkg-shlibdeps"):
+        for tool in ("dpkg", "dpkg-deb", "dpkg-shlibdeps", "lintian"):
             if shutil.which(tool) is None:
-                raise AssertionError("%s is missing: apt-get install dpkg-dev "
+                raise AssertionError("%s is missing: apt-get install dpkg-dev lintian "
                                      "(scripts/install-deps.sh)" % tool)
         config = os.path.join(BUILD_DIR, "CPackConfig.cmake")
         if not os.path.exists(config):
@@ -119,6 +124,40 @@ class DebTest(unittest.TestCase):
             mode = stat.S_IMODE(os.stat(os.path.join(control, script)).st_mode)
             self.assertEqual(mode, 0o755, script)
             run(["sh", "-n", os.path.join(control, script)])
+            # systemd is reached through deb-systemd-helper / deb-systemd-invoke
+            # (as debhelper's snippets do); systemctl only for daemon-reload.
+            with open(os.path.join(control, script)) as f:
+                for line in f:
+                    code = line.split("#", 1)[0]
+                    if re.search(r"\bsystemctl\b", code):
+                        self.assertIn("daemon-reload", code, "%s: %s" % (script, line))
+
+    def test_lintian_reports_no_error_and_no_warning(self):
+        proc = subprocess.run(["lintian", "--no-cfg", "--display-level", ">=warning", self.deb],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=240)
+        tags = [line for line in proc.stdout.splitlines() if re.match(r"^[EW]: ", line)]
+        self.assertEqual(tags, [], proc.stdout)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+
+    def test_man_pages_are_the_programs_help(self):
+        binaries = {"feedd": os.path.join(BUILD_DIR, "feedd"),
+                    "feedctl": os.path.join(BUILD_DIR, "feedctl")}
+        for name, section in (("feedd", "8"), ("feedctl", "1")):
+            path = "/usr/share/man/man%s/%s.%s.gz" % (section, name, section)
+            self.assertIn(path, self.contents)
+            extracted = os.path.join(self.tmp, "man-" + name)
+            run(["dpkg-deb", "-x", self.deb, extracted])
+            with gzip.open(extracted + path, "rt") as f:
+                page = f.read()
+            self.assertRegex(page, r'(?m)^\.TH %s "%s"' % (name.upper(), section))
+            # Every option of --help is in the page (roff escapes '-' as '\-').
+            help_text = run([binaries[name], "--help"])
+            options = set(re.findall(r"(?m)^  (?:-\w, )?(--[\w.-]+)", help_text))
+            self.assertGreater(len(options), 3, help_text)
+            text = page.replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+            for option in options:
+                self.assertIn(option, text, "%s(%s) lacks %s" % (name, section, option))
 
     def test_layout(self):
         expected = {
@@ -130,6 +169,11 @@ class DebTest(unittest.TestCase):
             "/usr/share/doc/feedd/README.md": "-rw-r--r--",
             "/usr/share/doc/feedd/architecture.md": "-rw-r--r--",
             "/usr/share/doc/feedd/packaging.md": "-rw-r--r--",
+            "/usr/share/doc/feedd/copyright": "-rw-r--r--",
+            "/usr/share/doc/feedd/changelog.Debian.gz": "-rw-r--r--",
+            "/usr/share/man/man8/feedd.8.gz": "-rw-r--r--",
+            "/usr/share/man/man1/feedctl.1.gz": "-rw-r--r--",
+            "/usr/share/lintian/overrides/feedd": "-rw-r--r--",
         }
         for name in monitoring_files():
             expected["/usr/share/feedd/monitoring/" + name] = "-rw-r--r--"
@@ -138,12 +182,16 @@ class DebTest(unittest.TestCase):
             self.assertEqual(self.contents[path], (mode, "root/root"), path)
         # Nothing outside the Debian layout (e.g. /usr/etc or /usr/local).
         parents = {"/", "/etc/", "/usr/", "/usr/bin/", "/usr/lib/", "/usr/lib/systemd/",
-                   "/usr/lib/systemd/system/", "/usr/share/", "/usr/share/doc/"}
+                   "/usr/lib/systemd/system/", "/usr/share/", "/usr/share/doc/",
+                   "/usr/share/man/", "/usr/share/man/man1/", "/usr/share/man/man8/",
+                   "/usr/share/lintian/", "/usr/share/lintian/overrides/"}
         owned = ("/etc/feedd/", "/usr/share/feedd/", "/usr/share/doc/feedd/")
         for path in self.contents:
             ok = (path in parents or path.startswith(owned) or
                   path in ("/usr/bin/feedd", "/usr/bin/feedctl", "/" + UNIT_PATH,
-                           "/" + WORKER_UNIT_PATH))
+                           "/" + WORKER_UNIT_PATH, "/usr/share/man/man8/feedd.8.gz",
+                           "/usr/share/man/man1/feedctl.1.gz",
+                           "/usr/share/lintian/overrides/feedd"))
             self.assertTrue(ok, "unexpected path %s in the package" % path)
 
     # ---- dpkg --root: install, remove, purge ----
@@ -170,9 +218,19 @@ class DebTest(unittest.TestCase):
         with open(os.path.join(root, UNIT_PATH)) as f, \
                 open(os.path.join(SOURCE_DIR, "configs", "feedd.service")) as g:
             self.assertEqual(f.read(), g.read())
+        # The packaged configuration is configs/feedd.conf with the unit's
+        # data directory, and it is valid.
         with open(os.path.join(root, "etc/feedd/feedd.conf")) as f, \
                 open(os.path.join(SOURCE_DIR, "configs", "feedd.conf")) as g:
-            self.assertEqual(f.read(), g.read())
+            packaged, source = f.read(), g.read()
+        self.assertRegex(packaged, r"(?m)^data_dir = /var/lib/feedd$")
+        self.assertNotRegex(packaged, r"(?m)^data_dir = \./data$")
+        strip = lambda text: [l for l in text.splitlines()
+                              if not l.startswith("data_dir") and not l.startswith("#")]
+        self.assertEqual(strip(packaged), strip(source))
+        check = run([os.path.join(root, "usr/bin/feedd"), "--config",
+                     os.path.join(root, "etc/feedd/feedd.conf"), "--check-config"])
+        self.assertIn("configuration OK", check)
         # The stripped binary still runs.
         version = run([os.path.join(root, "usr/bin/feedd"), "--version"])
         self.assertRegex(version, r"^feedd \d+\.\d+\.\d+")

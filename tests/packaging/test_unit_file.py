@@ -94,8 +94,10 @@ class UnitFileTest(unittest.TestCase):
     def test_the_contract_of_the_unit(self):
         d = self.directives
         self.assertEqual(d["Type"], ["notify"])
-        self.assertEqual(d["ExecStart"],
-                         ["/usr/bin/feedd --config /etc/feedd/feedd.conf --data-dir /var/lib/feedd"])
+        # The data directory comes from the packaged configuration (its
+        # data_dir is the StateDirectory, tests/packaging/test_deb.py), not
+        # from an option that would silently override the file.
+        self.assertEqual(d["ExecStart"], ["/usr/bin/feedd --config /etc/feedd/feedd.conf"])
         self.assertEqual(d["WatchdogSec"], ["30"])
         self.assertEqual(d["Restart"], ["on-failure"])
         self.assertIn("TimeoutStopSec", d)

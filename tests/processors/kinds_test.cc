@@ -867,6 +867,34 @@ TEST_F(UserPostsTest, TwoPostsWithOneIdNeverOverwriteEachOthersCopy) {
   EXPECT_EQ(S(*CopyOf("u1", "p1"), "title"), "first");
 }
 
+TEST_F(UserPostsTest, RebuildWritesOnlyTheDifferenceInOneCommit) {
+  for (int i = 0; i < 5; ++i) {
+    Apply(ctx_.Put("posts", Post("p" + std::to_string(i), "u1", "alice", Date(i))));
+  }
+  ctx_.ClearViewChanges();
+  const size_t commits = ctx_.commits();
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(ctx_.commits(), commits) << "right copies were written";
+  EXPECT_TRUE(ctx_.view_changes().empty());
+
+  object stale = WithoutStoreFields(*CopyOf("u1", "p1"));
+  stale["title"] = "stale";
+  ctx_.Poke("users", stale);
+  ctx_.Erase("users", "u1", "p2");
+  object stray = Post("p9", "u1", "alice");
+  stray["_sourceLsn"] = 1;
+  ctx_.Poke("users", stray);
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(ctx_.commits(), commits + 1);
+  std::set<std::string> written;
+  for (const Change& c : ctx_.view_changes()) written.insert(c.id);
+  EXPECT_EQ(written, (std::set<std::string>{"p1", "p2", "p9"}));
+  EXPECT_EQ(ctx_.view_changes().size(), 3u);
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+}
+
 TEST_F(UserPostsTest, RebuildLeavesCollisionsOutAndReportsThem) {
   object evil = Post("u1", "u1", "");
   evil["postId"] = "evil";
@@ -1124,6 +1152,35 @@ TEST_F(FeedTest, AnUpdateToAnOlderPostDoesNotPushItIn) {
   EXPECT_EQ(Snapshot(ctx_), before);
 }
 
+// A count increment leaves a post's rank as it was: for a non-member the
+// copy's absence decides, and the post itself is not read.
+TEST_F(FeedTest, ACountIncrementOfANonMemberReadsOnlyWhereItsCopyWouldBe) {
+  Make(3);
+  for (int i = 0; i < 6; ++i) {
+    Apply(ctx_.Put("posts", Post("p" + std::to_string(i), "u1", "alice", Date(10 * i))));
+  }
+  ASSERT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p4", "p3"}));
+  auto before = Snapshot(ctx_);
+  object counted = Post("p1", "u1", "alice", Date(10));
+  counted["commentCount"] = 1;
+  const size_t reads = ctx_.reads();
+  Apply(ctx_.Put("posts", counted));
+  EXPECT_EQ(ctx_.reads(), reads + 1);
+  EXPECT_EQ(Snapshot(ctx_), before);
+
+  // A member's increment still refreshes its copy.
+  object member = Post("p4", "u1", "alice", Date(40));
+  member["likeCount"] = 7;
+  Change change = ctx_.Put("posts", member);
+  Apply(change);
+  auto copy = ctx_.Get("feed", "post", "p4");
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(U(*copy, "likeCount"), 7u);
+  EXPECT_EQ(U(*copy, "_sourceLsn"), change.lsn);
+  EXPECT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p4", "p3"}));
+  EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
+}
+
 TEST_F(FeedTest, AnUpdateOfAMemberRefreshesIt) {
   Make(3);
   for (int i = 0; i < 6; ++i) {
@@ -1293,6 +1350,39 @@ TEST_F(FeedTest, RebuildFromScratchEqualsTheIncrementalResult) {
     ASSERT_TRUE(IsOk(ctx.Commit()));
     EXPECT_EQ(Snapshot(ctx), incremental);
   }
+}
+
+// A rebuild computes the view aside and writes only the difference, in one
+// commit: nothing for a right view, so readers and Kafka consumers see no
+// intermediate state.
+TEST_F(FeedTest, RebuildWritesOnlyTheDifferenceInOneCommit) {
+  Make(3);
+  for (const Change& c : History(ctx_)) Apply(c);
+  auto right = Snapshot(ctx_);
+  ctx_.ClearViewChanges();
+  const size_t commits = ctx_.commits();
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(ctx_.commits(), commits) << "a right feed was written";
+  EXPECT_TRUE(ctx_.view_changes().empty());
+
+  // A stray member, a stale one, and a missing one: three writes.
+  object stray = Post("p99", "u1", "alice", Date(500));
+  stray["_sourceLsn"] = 1;
+  ctx_.Poke("feed", stray);
+  std::vector<std::string> ids = FeedIds();
+  object stale = WithoutStoreFields(*ctx_.Get("feed", "post", ids[1]));
+  stale["title"] = "stale";
+  ctx_.Poke("feed", stale);
+  ctx_.Erase("feed", "post", ids[2]);
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  EXPECT_EQ(ctx_.commits(), commits + 1);
+  std::set<std::string> written;
+  for (const Change& c : ctx_.view_changes()) written.insert(c.id);
+  EXPECT_EQ(written, (std::set<std::string>{"p99", ids[1], ids[2]}));
+  EXPECT_EQ(ctx_.view_changes().size(), 3u);
+  EXPECT_EQ(Snapshot(ctx_), right);
 }
 
 TEST_F(FeedTest, VerifyDetectsAWrongFeed) {

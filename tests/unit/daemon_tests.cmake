@@ -5,8 +5,20 @@ gtest_discover_tests(options_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
 
+add_executable(host_port_test ${CMAKE_CURRENT_LIST_DIR}/host_port_test.cc)
+target_link_libraries(host_port_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(host_port_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
 add_executable(query_executor_test ${CMAKE_CURRENT_LIST_DIR}/query_executor_test.cc)
 target_link_libraries(query_executor_test PRIVATE feedd_daemon GTest::gtest_main)
 gtest_discover_tests(query_executor_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
+add_executable(ndjson_lines_test ${CMAKE_CURRENT_LIST_DIR}/ndjson_lines_test.cc)
+target_link_libraries(ndjson_lines_test PRIVATE feedd_http_api GTest::gtest_main)
+gtest_discover_tests(ndjson_lines_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)

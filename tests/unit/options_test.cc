@@ -255,6 +255,15 @@ TEST_F(OptionsTest, HostPortValidation) {
   ExpectError("metrics.listen");
 }
 
+TEST_F(OptionsTest, WorkerApiTakesHostPortOrHttpUrl) {
+  args_ = {"--worker.api=http://10.0.0.5:8080/"};
+  EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
+  args_ = {"--worker.api=10.0.0.5:8080"};
+  EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
+  args_ = {"--worker.api=https://10.0.0.5:8080"};
+  ExpectError("invalid value for worker.api");
+}
+
 TEST_F(OptionsTest, UnitConversions) {
   args_ = {"--feed.retention_hours=2", "--feed.retention_mb=3", "--storage.block_cache_mb=4"};
   DaemonConfig config = LoadOk();
@@ -357,6 +366,27 @@ TEST_F(OptionsTest, UnknownKafkaPropertiesAreRejectedAtLoad) {
   ExpectError("invalid option kafka.no.such.property");
   args_ = {"--kafka.linger.ms=soon"};  // a known property with a bad value
   ExpectError("kafka.linger.ms");
+}
+
+// Feedd options, not librdkafka properties (which would reject them).
+TEST_F(OptionsTest, ResolvedIntervalAndEmbeddedPort) {
+  DaemonConfig defaults = LoadOk();
+  EXPECT_EQ(defaults.kafka.resolved_interval_ms, 0u);
+  EXPECT_EQ(defaults.kafka.heartbeat_interval_ms, 0u);
+  EXPECT_EQ(defaults.kafka.embedded_port, 0u);
+  args_ = {"--kafka.resolved_interval_ms=1000", "--kafka.embedded_port=39092",
+           "--kafka.heartbeat_interval_ms=250"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.kafka.resolved_interval_ms, 1000u);
+  EXPECT_EQ(config.kafka.embedded_port, 39092u);
+  EXPECT_EQ(config.kafka.heartbeat_interval_ms, 250u);
+  EXPECT_TRUE(config.kafka.properties.empty());
+  args_ = {"--kafka.embedded_port=65536"};
+  ExpectError("kafka.embedded_port");
+  args_ = {"--kafka.resolved_interval_ms=-1"};
+  ExpectError("kafka.resolved_interval_ms");
+  args_ = {"--kafka.heartbeat_interval_ms=3600001"};
+  ExpectError("kafka.heartbeat_interval_ms");
 }
 
 TEST_F(OptionsTest, MessageKeyAndTombstones) {

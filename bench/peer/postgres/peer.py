@@ -136,7 +136,7 @@ class Postgres:
                 "-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "wal_level=logical",
                 "-c", "max_replication_slots=4", "-c", "max_wal_senders=4",
                 "-c", "shared_buffers=256MB", "-c", "max_connections=200",
-                "-c", "max_wal_size=4GB", "-c", "output_plugin_libraries=wal2json"],
+                "-c", "max_wal_size=4GB"],
                 stdout=out, stderr=out)
         for _ in range(300):
             if subprocess.run(self.client("pg_isready") + ["-q"]).returncode == 0:

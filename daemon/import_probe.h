@@ -1,0 +1,35 @@
+// ImportProbe: the metrics of bulk imports (docs/metrics.md, "Imports"):
+// imports running, finished and refused, and what they wrote.
+//
+// Thread-safety: every method may be called from any thread.
+// Ownership: registers its families in the registry, which must outlive it.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <string_view>
+
+#include "daemon/import_stream.h"
+
+namespace feedd {
+
+class ImportProbe {
+ public:
+  explicit ImportProbe(prometheus::Registry& registry);
+
+  void Started();
+  void Finished(const ImportTotals& totals);
+  // An import refused before it read anything: "max_concurrent".
+  void Refused(std::string_view reason);
+
+ private:
+  prometheus::Gauge& running_;
+  prometheus::Family<prometheus::Counter>& imports_;
+  prometheus::Family<prometheus::Counter>& items_;
+  prometheus::Counter& bytes_;
+};
+
+}  // namespace feedd
