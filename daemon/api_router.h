@@ -50,6 +50,10 @@ namespace boost::asio {
 class io_context;
 }  // namespace boost::asio
 
+namespace prometheus {
+class Gauge;
+}  // namespace prometheus
+
 namespace feedd {
 
 class ChangeFeedPoll;
@@ -73,6 +77,9 @@ class ApiRouter : public HttpHandler {
     // (query.threads), with at most query_max_queued waiting (query.max_queued).
     size_t query_threads = 2;
     size_t query_max_queued = 64;
+    // Set to the number of change-feed long polls parked now
+    // (feedd_feed_long_polls_waiting); may be null. Not owned.
+    prometheus::Gauge* polls_waiting = nullptr;
     // Bulk imports (import.*): batch and sync sizes, and how many run at
     // once (more are 503).
     ImportLimits import_limits;

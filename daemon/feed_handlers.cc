@@ -1,5 +1,7 @@
 // The change-feed routes of ApiRouter: GET /v1/changefeed (pull, with
 // long-poll) and GET /v1/feed.
+#include <prometheus/gauge.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -162,12 +164,14 @@ bool ApiRouter::RegisterPoll(ChangeFeedPoll* poll, std::weak_ptr<ChangeFeedPoll>
   std::lock_guard<std::mutex> lock(polls_mu_);
   if (stopping_) return false;
   polls_.emplace(poll, std::move(weak));
+  if (options_.polls_waiting != nullptr) options_.polls_waiting->Set(polls_.size());
   return true;
 }
 
 void ApiRouter::UnregisterPoll(ChangeFeedPoll* poll) {
   std::lock_guard<std::mutex> lock(polls_mu_);
   polls_.erase(poll);
+  if (options_.polls_waiting != nullptr) options_.polls_waiting->Set(polls_.size());
 }
 
 void ApiRouter::OnServerStopping() {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "daemon/http_util.h"
+#include "util/split_list.h"
 
 namespace feedd {
 namespace {
@@ -41,11 +42,7 @@ Status CheckFraming(const RequestMessage& request) {
   auto [first, last] = request.equal_range(http::field::transfer_encoding);
   for (auto field = first; field != last; ++field) {
     present = true;
-    std::string_view list = field->value();
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view coding = TrimOws(list.substr(0, comma));
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    for (std::string_view coding : SplitList(field->value())) {
       if (coding.empty()) continue;
       ++codings;
       if (!boost::beast::iequals(coding, "chunked")) only_chunked = false;

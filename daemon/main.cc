@@ -204,8 +204,8 @@ int Run(const DaemonConfig& config) {
   std::unique_ptr<EmbeddedBroker> broker;
   std::unique_ptr<Publisher> publisher;
   std::optional<std::string> bootstrap;
-  const bool embedded = config.kafka.brokers == "embedded";
-  if (config.kafka.brokers != "none") {
+  const bool embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
+  if (config.kafka.brokers != KafkaBrokers::kNone) {
     if (embedded) {
       auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
       if (!started.ok()) {
@@ -228,7 +228,7 @@ int Run(const DaemonConfig& config) {
         }
       }
     }
-    bootstrap = embedded ? broker->bootstrap() : config.kafka.brokers;
+    bootstrap = embedded ? broker->bootstrap() : config.kafka.bootstrap;
     auto started = Publisher::Start(store.get(), config.kafka, *bootstrap, embedded);
     if (!started.ok()) {
       FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
@@ -268,6 +268,7 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
+  router_options.polls_waiting = metrics.PollsWaitingGauge();
   router_options.import_limits.batch_bytes = config.import_batch_bytes;
   router_options.import_limits.sync_bytes = config.import_sync_bytes;
   router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
@@ -422,9 +423,9 @@ int main(int argc, char** argv) {
       return feedd::kExitBadConfig;
     }
     if (config->processors_enabled) {
-      feedd::Status s = feedd::ProcessorManager::Validate(feedd::ProcessorSettingsOf(*config),
-                                                          config->store.containers,
-                                                          config->kafka.brokers != "none");
+      feedd::Status s = feedd::ProcessorManager::Validate(
+          feedd::ProcessorSettingsOf(*config), config->store.containers,
+          config->kafka.brokers != feedd::KafkaBrokers::kNone);
       if (!s.ok()) {
         std::cerr << "feedd: " << s.message() << "\n";
         return feedd::kExitBadConfig;

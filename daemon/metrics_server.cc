@@ -71,7 +71,12 @@ MetricsServer::MetricsServer()
       view_seconds_(prometheus::BuildHistogram()
                         .Name("feedd_processor_commit_to_view_seconds")
                         .Help("From a change's commit to its view writes committed")
-                        .Register(*registry_)) {}
+                        .Register(*registry_)),
+      polls_waiting_(prometheus::BuildGauge()
+                         .Name("feedd_feed_long_polls_waiting")
+                         .Help("GET /v1/changefeed long polls parked, waiting for a change")
+                         .Register(*registry_)
+                         .Add({})) {}
 
 MetricsServer::~MetricsServer() = default;
 

@@ -1,8 +1,9 @@
-// MetricsServer: the Prometheus registry of the daemon, the histograms fed
-// from hot paths (group commits, commit-to-view latency), and the pull
-// exposer serving /metrics on metrics.listen (docs/metrics.md): CivetWeb
-// with two serving threads, no keep-alive, and a request timeout, so that a
-// client that sends or reads nothing holds a thread for that long at most.
+// MetricsServer: the Prometheus registry of the daemon, the metrics fed
+// from hot paths (group commits, commit-to-view latency, parked long
+// polls), and the pull exposer serving /metrics on metrics.listen
+// (docs/metrics.md): CivetWeb with two serving threads, no keep-alive, and a
+// request timeout, so that a client that sends or reads nothing holds a
+// thread for that long at most.
 //
 // Thread-safety: the observer functions may be called from any thread.
 // Ownership: owns the registry and exposer; a collectable given to
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -34,6 +36,8 @@ class MetricsServer {
   std::function<void(size_t requests, double seconds)> GroupCommitObserver();
   // ProcessorManager::Create's on_view_committed.
   std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
+  // ApiRouter::Options::polls_waiting.
+  prometheus::Gauge* PollsWaitingGauge() { return &polls_waiting_; }
 
   // Checks HTTP basic authentication (user, password) of a /metrics request;
   // called on the serving threads.
@@ -58,6 +62,7 @@ class MetricsServer {
   prometheus::Histogram& group_requests_;
   prometheus::Histogram& commit_seconds_;
   prometheus::Family<prometheus::Histogram>& view_seconds_;
+  prometheus::Gauge& polls_waiting_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

@@ -14,6 +14,7 @@
 
 #include "processors/processor_manager.h"
 #include "storage/container_spec.h"
+#include "util/split_list.h"
 
 namespace feedd {
 namespace {
@@ -81,20 +82,26 @@ Status ParseNonEmpty(std::string_view text, std::string* out) {
   return Status::Ok();
 }
 
-Status ParseKafkaBrokers(std::string_view text, std::string* out) {
-  if (text != "embedded" && text != "none") {
-    std::string_view rest = text;
-    while (true) {
-      size_t comma = rest.find(',');
-      Result<HostPort> broker = ParseHostPort(rest.substr(0, comma));
-      if (!broker.ok() || broker->port == 0) {
-        return BadValue("'embedded', 'none' or a list HOST:PORT,... with non-zero ports", text);
-      }
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
+Status ParseKafkaBrokers(std::string_view text, KafkaOptions* out) {
+  out->bootstrap.clear();
+  if (text == "embedded") {
+    out->brokers = KafkaBrokers::kEmbedded;
+    return Status::Ok();
+  }
+  if (text == "none") {
+    out->brokers = KafkaBrokers::kNone;
+    return Status::Ok();
+  }
+  std::vector<std::string_view> brokers = SplitList(text);
+  if (brokers.empty()) brokers.emplace_back();
+  for (std::string_view broker : brokers) {
+    Result<HostPort> parsed = ParseHostPort(broker);
+    if (!parsed.ok() || parsed->port == 0) {
+      return BadValue("'embedded', 'none' or a list HOST:PORT,... with non-zero ports", text);
     }
   }
-  *out = std::string(text);
+  out->brokers = KafkaBrokers::kCluster;
+  out->bootstrap = std::string(text);
   return Status::Ok();
 }
 
@@ -307,7 +314,7 @@ const OptionSpec kOptions[] = {
     {"kafka.brokers", "embedded",
      "'embedded' (in-process broker on loopback), 'none' (no publishing) or a bootstrap list "
      "HOST:PORT,...",
-     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka.brokers); }},
+     [](std::string_view v, DaemonConfig& c) { return ParseKafkaBrokers(v, &c.kafka); }},
     {"kafka.topic_prefix", "feedd.", "Kafka topic of a container: <prefix><container>",
      [](std::string_view v, DaemonConfig& c) {
        return ParseTopicPrefix(v, &c.kafka.topic_prefix);
@@ -428,11 +435,8 @@ const OptionSpec kOptions[] = {
      "feedd worker: processors to run, comma-separated (default: those with run = worker)",
      [](std::string_view v, DaemonConfig& c) {
        c.worker_processors.clear();
-       while (!v.empty()) {
-         size_t comma = v.find(',');
-         std::string_view name = v.substr(0, comma);
+       for (std::string_view name : SplitList(v)) {
          if (!name.empty()) c.worker_processors.emplace_back(name);
-         v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
        }
        return Status::Ok();
      }},
@@ -541,24 +545,6 @@ Status AddDynamic(const std::string& key, const std::vector<std::string>& values
   return Status::Ok();
 }
 
-std::vector<std::string> SplitList(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    std::string_view item = text.substr(0, comma);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())) != 0) {
-      item.remove_prefix(1);
-    }
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())) != 0) {
-      item.remove_suffix(1);
-    }
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 // Applies the dynamic keys (file first, then command line, which wins).
 Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
   struct Declared {
@@ -606,7 +592,11 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
     ContainerSpec spec;
     spec.name = declared.name;
     spec.partition_key_path = *declared.partition_key;
-    if (declared.indexes) spec.index_paths = SplitList(*declared.indexes);
+    if (declared.indexes) {
+      for (std::string_view path : SplitList(*declared.indexes)) {
+        if (!path.empty()) spec.index_paths.emplace_back(path);
+      }
+    }
     if (declared.writers) {
       Result<ContainerWriters> writers = ParseContainerWriters(*declared.writers);
       if (!writers.ok()) {

@@ -110,17 +110,17 @@ struct CommandFlags {
   bool check_config = false;  // --check-config: validate, report, exit
 };
 
+// The processor settings of `config`: the declared ones, or the scenario's
+// three views (ProcessorManager::DefaultSettings) when none is declared and
+// the containers are the default ones.
+std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config);
+
 // Reads the configuration. `envp` is a null-terminated "NAME=VALUE" array
 // (may be null). On error the Status (invalid_request) names the bad option,
 // e.g. "invalid value for http.threads: expected an integer in 1..64, got '0'".
 // When --help or --version is given, neither the environment nor a config
 // file is read and the returned configuration holds the defaults.
 // REQUIRES: flags != nullptr.
-// The processor settings of `config`: the declared ones, or the scenario's
-// three views (ProcessorManager::DefaultSettings) when none is declared and
-// the containers are the default ones.
-std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config);
-
 Result<DaemonConfig> LoadConfig(int argc, const char* const* argv, const char* const* envp,
                                 CommandFlags* flags);
 

@@ -18,7 +18,7 @@ boost::json::object StatusJson(const ProcessorStatus& s) {
       {"name", s.name},
       {"kind", s.kind},
       {"source", s.source},
-      {"state", s.state},
+      {"state", ProcessorStateName(s.state)},
       {"appliedLsn", s.applied_lsn},
       {"lag",
        boost::json::object{

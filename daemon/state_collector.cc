@@ -234,7 +234,7 @@ std::vector<MetricFamily> StateCollector::Collect() const {
       f.Gauge("feedd_processor_parked_changes", "Changes parked after failing",
               static_cast<double>(s.parked), l);
       f.Gauge("feedd_processor_rebuilding", "1 while the view is rebuilt",
-              s.state == "rebuilding" ? 1 : 0, l);
+              s.state == ProcessorState::kRebuilding ? 1 : 0, l);
       f.Gauge("feedd_processor_paused", "1 while an operator has paused it", s.paused ? 1 : 0, l);
       const char* help_taken = "Changes taken, by where they came from";
       f.Counter("feedd_processor_changes_taken_total", help_taken,

@@ -10,7 +10,7 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
     WorkerStatus s = worker->GetStatus();
     std::vector<prometheus::ClientMetric::Label> labels = {{"processor", s.name}};
     f.Gauge("feedd_worker_up", "1 while the worker's processor runs (0: stopped)",
-            s.state == "stopped" ? 0 : 1, labels);
+            s.state == ProcessorState::kStopped ? 0 : 1, labels);
     f.Gauge("feedd_worker_assigned_partitions", "Kafka partitions assigned to this worker",
             s.assigned_partitions, labels);
     f.Counter("feedd_worker_changes_applied_total", "changes applied", s.applied, labels);
@@ -27,6 +27,8 @@ std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
     f.Counter("feedd_worker_unrecoverable_gaps_total",
               "catch-ups whose changes the durable feed no longer held (verify the views)",
               s.unrecoverable_gaps, labels);
+    f.Counter("feedd_worker_assignment_errors_total",
+              "partition assignment changes librdkafka refused", s.assignment_errors, labels);
     f.Gauge("feedd_worker_resolved_lsn",
             "every change up to this LSN of the assigned partitions is applied or parked "
             "(resolved markers)",

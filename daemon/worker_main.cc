@@ -80,7 +80,7 @@ int RunWorker(const DaemonConfig& config) {
     return code;
   };
 
-  if (config.kafka.brokers == "none") {
+  if (config.kafka.brokers == KafkaBrokers::kNone) {
     FEEDD_LOG(kError, "worker") << "feedd worker consumes Kafka, but kafka.brokers = none";
     return finish(kExitBadConfig);
   }
@@ -112,8 +112,8 @@ int RunWorker(const DaemonConfig& config) {
   }
   if (stop) return finish(kExitOk);
 
-  std::string bootstrap = config.kafka.brokers;
-  if (bootstrap == "embedded") {
+  std::string bootstrap = config.kafka.bootstrap;
+  if (config.kafka.brokers == KafkaBrokers::kEmbedded) {
     auto embedded = EmbeddedBootstrap(client);
     if (!embedded.ok()) {
       FEEDD_LOG(kError, "worker") << embedded.status().message();
@@ -186,7 +186,7 @@ int RunWorker(const DaemonConfig& config) {
   // threads deadlock on its state stops pinging and systemd restarts it.
   notifier.StartWatchdog([&workers] {
     for (const auto& w : workers) {
-      if (w->GetStatus().state == "stopped") return false;
+      if (w->GetStatus().state == ProcessorState::kStopped) return false;
     }
     return true;
   });

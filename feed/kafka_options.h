@@ -1,4 +1,5 @@
-// KafkaOptions: how the publisher reaches Kafka and what it produces.
+// KafkaOptions: whether and how the publisher reaches Kafka (the embedded
+// broker, none, or a cluster) and what it produces.
 // The daemon fills it from the `kafka.*` configuration section
 // (daemon/options.cc); every key it does not know is passed to librdkafka.
 // ValidateKafkaOptions holds the rules that span fields; the daemon applies
@@ -19,6 +20,13 @@ namespace feedd {
 
 enum class EnvelopeFormat { kNative, kDebezium };
 
+// Where the change feed is published (kafka.brokers).
+enum class KafkaBrokers {
+  kEmbedded,  // "embedded": the in-process mock cluster, for development and tests
+  kNone,      // "none": nowhere, the publisher is off
+  kCluster,   // HOST:PORT,...: a real cluster, KafkaOptions::bootstrap
+};
+
 // What a message's key is (docs/kafka.md, "Topics, keys, values"). The Kafka
 // partition is chosen from the partition key in both cases.
 enum class MessageKey {
@@ -27,9 +35,8 @@ enum class MessageKey {
 };
 
 struct KafkaOptions {
-  // "embedded" starts the in-process mock cluster; anything else is a real
-  // cluster's bootstrap list.
-  std::string brokers = "embedded";
+  KafkaBrokers brokers = KafkaBrokers::kEmbedded;
+  std::string bootstrap;  // the cluster's HOST:PORT,... when brokers is kCluster
   std::string topic_prefix = "feedd.";
   EnvelopeFormat envelope = EnvelopeFormat::kNative;
   MessageKey message_key = MessageKey::kPartitionKey;

@@ -141,7 +141,8 @@ class Publisher::Impl {
       }
     }
     if (s.lag_changes > 0 && oldest_ts > 0) {
-      uint64_t now = Clock::System()->NowMillis();
+      // The store's clock stamped the change.
+      uint64_t now = store_->options().clock->NowMillis();
       s.lag_seconds = now > oldest_ts ? (now - oldest_ts) / 1000.0 : 0.0;
     }
     s.produced = produced_.load();

@@ -43,7 +43,7 @@ struct PublisherStatus {
   Lsn published_lsn = 0;   // every change <= this is in Kafka
   Lsn head_lsn = 0;        // the store's head when sampled
   uint64_t lag_changes = 0;
-  double lag_seconds = 0;  // age of the oldest unpublished change
+  double lag_seconds = 0;  // age of the oldest unpublished change, on the store's clock
   std::string last_error;
   uint64_t produced = 0;               // messages handed to librdkafka
   uint64_t delivered = 0;              // messages acknowledged by the broker

@@ -87,7 +87,7 @@ class ProcessorInstance::Impl {
     if (stopped_) return;
     stopped_ = true;
     StopThreads();
-    SetState("stopped");
+    SetState(ProcessorState::kStopped);
     applied_.Clear();
   }
 
@@ -135,8 +135,8 @@ class ProcessorInstance::Impl {
     s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
     s.paused = paused_.load();
-    if (s.state == "running" && s.paused) s.state = "paused";
-    if (s.state == "running" && s.parked > 0) s.state = "degraded";
+    if (s.state == ProcessorState::kRunning && s.paused) s.state = ProcessorState::kPaused;
+    if (s.state == ProcessorState::kRunning && s.parked > 0) s.state = ProcessorState::kDegraded;
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
     s.errors = applier_->errors();
@@ -257,7 +257,7 @@ class ProcessorInstance::Impl {
       SetThreadName("src-" + config_.name);
       SourceLoop();
     });
-    SetState("running");
+    SetState(ProcessorState::kRunning);
   }
 
   void StopThreads() {
@@ -275,7 +275,7 @@ class ProcessorInstance::Impl {
   // its earlier steps committed (views::kRebuildWritesPerCommit), its
   // parked changes and the watermark.
   Status RebuildLocked(const AdminRun& run) {
-    SetState("rebuilding");
+    SetState(ProcessorState::kRebuilding);
     const Lsn head = store_->HeadLsn();
     FEEDD_LOG(kInfo, "processor") << config_.name << ": rebuilding from the current data (head LSN "
                                   << head << ")";
@@ -561,7 +561,7 @@ class ProcessorInstance::Impl {
   }
 
   // ---- status ----
-  void SetState(const std::string& state) { status_.SetState(state); }
+  void SetState(ProcessorState state) { status_.SetState(state); }
   void SetError(const std::string& error) { status_.SetError(error); }
 
   DocumentStore* const store_;

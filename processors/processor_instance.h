@@ -43,6 +43,7 @@
 #include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
 #include "processors/progress_view_context.h"
+#include "processors/processor_state.h"
 #include "storage/document_store.h"
 #include "util/clock.h"
 
@@ -76,7 +77,7 @@ struct ProcessorStatus {
   std::string name, kind;
   std::string source;  // "local": changes come in-process (CommitChangeSource)
   // starting, running, rebuilding, degraded (parked), paused, stopped
-  std::string state;
+  ProcessorState state = ProcessorState::kStarting;
   Lsn applied_lsn = 0;
   uint64_t lag_changes = 0;   // head LSN - applied LSN
   uint64_t pending = 0;       // changes received and not yet applied

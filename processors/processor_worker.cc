@@ -15,6 +15,7 @@
 #include "feed/kafka_message.h"
 #include "feed/message_headers.h"
 #include "processors/http_view_context.h"
+#include "processors/kafka_assignment.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
 #include "util/json_parse.h"
@@ -91,7 +92,7 @@ class ProcessorWorker::Impl {
     }
     applier_->Start();
     stopping_ = false;
-    SetState("running");
+    SetState(ProcessorState::kRunning);
     poll_thread_ = std::thread([this] {
       SetThreadName("poll-" + config_.name);
       PollLoop();
@@ -107,7 +108,7 @@ class ProcessorWorker::Impl {
     if (poll_thread_.joinable()) poll_thread_.join();
     applier_->Stop();
     LogForgottenParked();
-    SetState("stopped");
+    SetState(ProcessorState::kStopped);
   }
 
   const std::string& name() const { return config_.name; }
@@ -141,9 +142,10 @@ class ProcessorWorker::Impl {
     s.parked = applier_->parked();
     s.catch_ups = catch_ups_.load();
     s.rebalances = rebalances_.load();
+    s.assignment_errors = assignment_errors_.load();
     s.unrecoverable_gaps = lost_.load();
     s.collisions = collisions_.load();
-    if (s.state == "running" && s.parked > 0) s.state = "degraded";
+    if (s.state == ProcessorState::kRunning && s.parked > 0) s.state = ProcessorState::kDegraded;
     return s;
   }
 
@@ -427,14 +429,25 @@ class ProcessorWorker::Impl {
         }
       }
       rd_kafka_topic_partition_list_destroy(committed);
+      Status assigned = ChangeAssignment(rk, cooperative, AssignmentChange::kAssign, partitions);
+      if (!assigned.ok()) {
+        // Nothing of them will be fetched: forget them, so that nothing
+        // waits on them. The group still counts them as this worker's until
+        // the next rebalance: loud, counted, in the status.
+        ++assignment_errors_;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          for (int i = 0; i < partitions->cnt; ++i) {
+            partitions_.erase({partitions->elems[i].topic, partitions->elems[i].partition});
+          }
+        }
+        FEEDD_LOG(kError, "worker") << config_.name << ": " << assigned.message()
+                                    << "; they are not consumed until the next rebalance";
+        SetError(assigned.message());
+        return;
+      }
       FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << partitions->cnt
                                  << " partition(s)";
-      if (cooperative) {
-        rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, partitions);
-        if (e != nullptr) rd_kafka_error_destroy(e);
-      } else {
-        rd_kafka_assign(rk, partitions);
-      }
       return;
     }
     // Revoked (or lost): let their in-flight changes finish, commit, hand over.
@@ -448,14 +461,17 @@ class ProcessorWorker::Impl {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& key : revoked) partitions_.erase(key);
     }
+    Status revoked_ok = ChangeAssignment(rk, cooperative, AssignmentChange::kRevoke, partitions);
+    if (!revoked_ok.ok()) {
+      // Their offsets are committed and this worker no longer applies them
+      // (OnMessage passes over partitions it does not hold).
+      ++assignment_errors_;
+      FEEDD_LOG(kError, "worker") << config_.name << ": " << revoked_ok.message();
+      SetError(revoked_ok.message());
+      return;
+    }
     FEEDD_LOG(kInfo, "worker") << config_.name << ": handed over " << partitions->cnt
                                << " partition(s)";
-    if (cooperative) {
-      rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, partitions);
-      if (e != nullptr) rd_kafka_error_destroy(e);
-    } else {
-      rd_kafka_assign(rk, nullptr);
-    }
   }
 
   // ---- behind retention ----
@@ -465,7 +481,7 @@ class ProcessorWorker::Impl {
   void CatchUp(const PartitionKey& key, Lsn after, int64_t expected, int64_t got) {
     const auto& [topic, partition] = key;
     ++catch_ups_;
-    SetState("catching_up");
+    SetState(ProcessorState::kCatchingUp);
     FEEDD_LOG(kWarning, "worker") << config_.name << ": " << topic << "[" << partition
                                   << "] offsets " << expected << ".." << got - 1
                                   << " are no longer held by the broker; applying that "
@@ -496,7 +512,7 @@ class ProcessorWorker::Impl {
       auto part = partitions_.find(key);
       if (part != partitions_.end()) part->second.skip_through = *covered;
     }
-    SetState("running");
+    SetState(ProcessorState::kRunning);
   }
 
   // The JSON object `reply` answered, or an error naming `what`.
@@ -587,7 +603,7 @@ class ProcessorWorker::Impl {
   }
 
   // ---- status ----
-  void SetState(const std::string& state) { status_.SetState(state); }
+  void SetState(ProcessorState state) { status_.SetState(state); }
   void SetError(const std::string& error) { status_.SetError(error); }
 
   const ProcessorConfig config_;
@@ -612,6 +628,7 @@ class ProcessorWorker::Impl {
 
   StatusCell status_{"worker", config_.name};
   std::atomic<uint64_t> applied_{0}, view_writes_{0}, catch_ups_{0}, rebalances_{0}, lost_{0};
+  std::atomic<uint64_t> assignment_errors_{0};
   std::atomic<uint64_t> collisions_{0};
 };
 

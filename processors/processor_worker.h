@@ -66,7 +66,8 @@ struct WorkerOptions {
 
 struct WorkerStatus {
   std::string name, kind;
-  std::string state;  // starting, running, catching_up, degraded (parked), stopped
+  // starting, running, catching_up, degraded (parked), stopped
+  ProcessorState state = ProcessorState::kStarting;
   size_t assigned_partitions = 0;
   uint64_t applied = 0;             // changes applied
   uint64_t view_writes = 0;         // derived items written
@@ -75,6 +76,7 @@ struct WorkerStatus {
   uint64_t in_flight = 0;           // received, not yet applied
   uint64_t catch_ups = 0;           // partitions read from the durable feed (behind retention)
   uint64_t rebalances = 0;          // partition assignments received
+  uint64_t assignment_errors = 0;   // assignment changes librdkafka refused
   uint64_t unrecoverable_gaps = 0;  // catch-ups the durable feed no longer covered
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
   // From resolved markers (docs/kafka.md): every change up to this LSN of the

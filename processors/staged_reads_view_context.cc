@@ -4,8 +4,8 @@
 #include <boost/json.hpp>
 
 #include "processors/kinds/view_helpers.h"
-#include "storage/json_order.h"
 #include "storage/prepared_item.h"
+#include "storage/query_semantics.h"
 
 namespace feedd {
 
@@ -32,7 +32,7 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
   if (!pk_pointer.ok()) return pk_pointer.status();
 
   struct Row {
-    std::string pk, id;
+    std::string key;  // QueryRowKey()
     boost::json::object item;
   };
   std::vector<Row> rows;
@@ -44,21 +44,20 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
     if (!pk || id == nullptr || !id->is_string()) continue;
     std::string id_text(id->get_string());
     if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
-    rows.push_back({std::move(*pk), std::move(id_text), item});
+    rows.push_back({QueryRowKey(*pk, id_text), item});
   }
   for (auto it = first; it != staged_.end() && std::get<0>(it->first) == container; ++it) {
     const auto& [c_name, pk, id] = it->first;
     if (!it->second) continue;  // deleted
     if (spec.partition_key && *spec.partition_key != pk) continue;
-    if (!views::Matches(*it->second, spec.filters)) continue;
-    rows.push_back({pk, id, *it->second});
+    if (!MatchesFilters(*it->second, spec.filters)) continue;
+    rows.push_back({QueryRowKey(pk, id), *it->second});
   }
-  // The query engine's order: by the sort value, then (partition key, id).
   std::sort(rows.begin(), rows.end(), [&spec](const Row& a, const Row& b) {
-    int c = 0;
-    if (spec.order_by) c = CompareJson(spec.order_by->Find(a.item), spec.order_by->Find(b.item));
-    if (c == 0) c = a.pk != b.pk ? a.pk.compare(b.pk) : a.id.compare(b.id);
-    return spec.descending ? c > 0 : c < 0;
+    const JsonPointer* order_by = spec.order_by ? &*spec.order_by : nullptr;
+    return CompareQueryRows(order_by ? order_by->Find(a.item) : nullptr, a.key,
+                            order_by ? order_by->Find(b.item) : nullptr, b.key,
+                            spec.descending) < 0;
   });
   ViewQueryPage page;
   page.items.reserve(rows.size());

@@ -1,4 +1,4 @@
-// StatusCell: the state ("starting", "running", ...) and last error of a
+// StatusCell: the state (processors/processor_state.h) and last error of a
 // processor, as its status reports them. SetError() also logs the error
 // (at most one line a second per processor).
 //
@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "processors/processor_state.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -19,7 +20,7 @@ class StatusCell {
   StatusCell(std::string component, std::string name)
       : component_(std::move(component)), name_(std::move(name)) {}
 
-  void SetState(const std::string& state) {
+  void SetState(ProcessorState state) {
     std::lock_guard<std::mutex> lock(mutex_);
     state_ = state;
   }
@@ -32,7 +33,7 @@ class StatusCell {
     last_error_ = error;
   }
   // {state, last error}.
-  std::pair<std::string, std::string> Get() const {
+  std::pair<ProcessorState, std::string> Get() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return {state_, last_error_};
   }
@@ -41,7 +42,7 @@ class StatusCell {
   const std::string component_, name_;
   LogRateLimiter log_limiter_{std::chrono::seconds(1)};  // a failing store fails every attempt
   mutable std::mutex mutex_;
-  std::string state_ = "starting";
+  ProcessorState state_ = ProcessorState::kStarting;
   std::string last_error_;
 };
 

@@ -37,7 +37,6 @@ class StoreViewContext : public ViewContext {
 
   // Commits the staged writes (if any) with the watermark.
   Status Commit();
-  bool has_writes() const { return !staged_.empty(); }
   size_t writes_committed() const { return writes_committed_; }
   // Writes staged or committed through this context so far.
   size_t writes_made() const { return writes_committed_ + staged_ops_; }

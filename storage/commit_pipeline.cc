@@ -17,8 +17,6 @@ namespace {
 
 namespace kf = key_format;
 
-// Compares an If-Match value with the etag of `lsn`. Quotes and a weak
-// prefix on the client's side are ignored; "*" matches any version.
 // The _sourceLsn of a stored item (0 when it has none).
 Result<Lsn> StoredSourceLsn(std::string_view item_json) {
   Result<boost::json::value> item = ParseJson(item_json);
@@ -32,6 +30,8 @@ Result<Lsn> StoredSourceLsn(std::string_view item_json) {
   return Lsn{0};
 }
 
+// Compares an If-Match value with the etag of `lsn`. Quotes and a weak
+// prefix on the client's side are ignored; "*" matches any version.
 bool EtagMatches(std::string_view if_match, Lsn lsn) {
   if (if_match == "*") return true;
   if (if_match.size() >= 2 && if_match.substr(0, 2) == "W/") if_match.remove_prefix(2);
@@ -556,9 +556,11 @@ void CommitPipeline::Enqueue(Pending pending) {
     } else if (permanent_) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store refuses writes after a storage failure: " + failure_.message());
+      ++requests_failed_;
     } else if (!failure_.ok()) {
       refused = Status(ErrorCode::kUnavailable,
                        "the store is recovering from a storage failure: " + failure_.message());
+      ++requests_failed_;
     } else {
       queue_.push_back(std::move(pending));
     }
@@ -568,7 +570,7 @@ void CommitPipeline::Enqueue(Pending pending) {
 }
 
 Status CommitPipeline::health() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
+  std::lock_guard<std::mutex> lock(mutex_);
   if (failure_.ok()) return failure_;
   if (permanent_) {
     return Status(

@@ -151,7 +151,7 @@ class CommitPipeline {
   QueryCache* const cache_;
   SpaceReserve* const space_;
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;  // health() locks it too
   std::condition_variable wake_;
   std::deque<Pending> queue_;
   bool stopping_ = false;

@@ -4,9 +4,9 @@
 #include <boost/json.hpp>
 #include <unordered_set>
 
-#include "storage/json_order.h"
 #include "storage/json_scan.h"
 #include "storage/key_format.h"
+#include "storage/query_semantics.h"
 #include "util/json_parse.h"
 
 namespace feedd {
@@ -101,14 +101,6 @@ struct Candidate {
   std::string item_key;
   std::string json;
 };
-
-// Query order: by sort value, then item key; reversed when descending.
-int CompareCandidates(const boost::json::value* av, std::string_view ak,
-                      const boost::json::value* bv, std::string_view bk, bool descending) {
-  int c = CompareJson(av, bv);
-  if (c == 0) c = ak.compare(bk) < 0 ? -1 : (ak == bk ? 0 : 1);
-  return descending ? -c : c;
-}
 
 class QueryRun {
  public:
@@ -236,7 +228,7 @@ class QueryRun {
       std::string_view raw;
       JsonScan found = Find(json, filter_paths_[i], spec_.filters[i].path, &raw);
       if (found == JsonScan::kMalformed) return CorruptItem();
-      if (found == JsonScan::kMissing || !RawEquals(raw, spec_.filters[i].value)) {
+      if (found == JsonScan::kMissing || !RawMatches(raw, spec_.filters[i])) {
         return Status::Ok();
       }
     }
@@ -262,8 +254,8 @@ class QueryRun {
       sort_value = ParseScratch(raw);
       if (sort_value == nullptr) return CorruptItem();
     }
-    if (cont_.present && CompareCandidates(sort_value, item_key, Ptr(cont_.sort_value),
-                                           cont_.item_key, spec_.descending) <= 0) {
+    if (cont_.present && CompareQueryRows(sort_value, item_key, Ptr(cont_.sort_value),
+                                          cont_.item_key, spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
     }
     // The page so far is a heap of indexes into candidates_, worst on top:
@@ -275,8 +267,8 @@ class QueryRun {
     if (heap_.size() == spec_.limit || page_capped_) {
       more_ = true;
       const Candidate& last = candidates_[heap_.front()];
-      if (CompareCandidates(sort_value, item_key, Ptr(last.sort_value), last.item_key,
-                            spec_.descending) > 0) {
+      if (CompareQueryRows(sort_value, item_key, Ptr(last.sort_value), last.item_key,
+                           spec_.descending) > 0) {
         return Status::Ok();  // it goes after the page's last item
       }
       PopWorst();
@@ -389,15 +381,15 @@ class QueryRun {
     return &scratch_;
   }
 
-  // Filter equality on a value's text: a plain string compares as text, the
-  // rest after parsing (numbers by value, as JsonEquals).
-  bool RawEquals(std::string_view raw, const boost::json::value& want) {
-    if (const auto* s = want.if_string(); s != nullptr && raw.size() >= 2 && raw.front() == '"' &&
-                                          raw.find('\\') == std::string_view::npos) {
+  // MatchesFilter() on a value's text: a plain string (no escapes) compares
+  // as text, the rest after parsing.
+  bool RawMatches(std::string_view raw, const FieldFilter& filter) {
+    if (const auto* s = filter.value.if_string(); s != nullptr && raw.size() >= 2 &&
+                                                  raw.front() == '"' &&
+                                                  raw.find('\\') == std::string_view::npos) {
       return raw.substr(1, raw.size() - 2) == std::string_view(*s);
     }
-    const boost::json::value* v = ParseScratch(raw);
-    return v != nullptr && JsonEquals(*v, want);
+    return MatchesFilter(ParseScratch(raw), filter);
   }
 
   void FinishOrdered() {
@@ -415,8 +407,8 @@ class QueryRun {
     bool operator()(uint32_t a, uint32_t b) const {
       const Candidate& x = run->candidates_[a];
       const Candidate& y = run->candidates_[b];
-      return CompareCandidates(Ptr(x.sort_value), x.item_key, Ptr(y.sort_value), y.item_key,
-                               run->spec_.descending) < 0;
+      return CompareQueryRows(Ptr(x.sort_value), x.item_key, Ptr(y.sort_value), y.item_key,
+                              run->spec_.descending) < 0;
     }
   };
 

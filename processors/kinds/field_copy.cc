@@ -19,6 +19,7 @@
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
+#include "storage/query_semantics.h"
 
 namespace feedd {
 namespace {
@@ -98,7 +99,7 @@ class FieldCopy : public ProcessorKind {
 
  private:
   bool IsSource(const std::optional<boost::json::object>& item) const {
-    return item && views::Matches(*item, source_filter);
+    return item && MatchesFilters(*item, source_filter);
   }
 
   boost::json::value ValueOf(const boost::json::object& source) const {

@@ -24,6 +24,7 @@
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
+#include "storage/query_semantics.h"
 
 namespace feedd {
 namespace {
@@ -41,13 +42,13 @@ class Projection : public ProcessorKind, public views::CopySettings {
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
     std::optional<std::string> copy_pk;
-    if (*source && views::Matches(**source, filter)) {
+    if (*source && MatchesFilters(**source, filter)) {
       copy_pk = views::StringAt(**source, target_pk);
     }
     // Where copies of earlier matching versions may live: remove those that
     // moved away (only this source's copies: ids are unique per partition).
     for (const auto& image : {change.before, change.after}) {
-      if (!image || !views::Matches(*image, filter)) continue;
+      if (!image || !MatchesFilters(*image, filter)) continue;
       auto old_pk = views::StringAt(*image, target_pk);
       if (!old_pk || old_pk == copy_pk) continue;
       auto copy = ctx.Read(target_container, *old_pk, change.id);

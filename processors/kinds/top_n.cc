@@ -37,6 +37,7 @@
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
 #include "storage/json_order.h"
+#include "storage/query_semantics.h"
 
 namespace feedd {
 namespace {
@@ -75,7 +76,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     }
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
-    bool competes = *source && views::Matches(**source, filter);
+    bool competes = *source && MatchesFilters(**source, filter);
     std::optional<std::string> view_pk;
     if (competes) view_pk = views::StringAt(**source, target_pk);
     if (!view_pk) view_pk = ViewPartitionFromImages(change);
@@ -240,7 +241,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   // missing).
   std::optional<std::string> RankKeptAt(const Change& change) const {
     if (!change.before || !change.after) return std::nullopt;
-    if (!views::Matches(*change.before, filter) || !views::Matches(*change.after, filter)) {
+    if (!MatchesFilters(*change.before, filter) || !MatchesFilters(*change.after, filter)) {
       return std::nullopt;
     }
     auto pk = views::StringAt(*change.after, target_pk);
@@ -254,7 +255,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
 
   std::optional<std::string> ViewPartitionFromImages(const Change& change) const {
     for (const auto& image : {change.before, change.after}) {
-      if (image && views::Matches(*image, filter)) {
+      if (image && MatchesFilters(*image, filter)) {
         if (auto pk = views::StringAt(*image, target_pk)) return pk;
       }
     }

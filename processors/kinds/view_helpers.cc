@@ -3,39 +3,27 @@
 #include <boost/json.hpp>
 
 #include "storage/derived_items.h"
+#include "storage/query_semantics.h"
+#include "util/split_list.h"
 
 namespace feedd::views {
 
 Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
                                              const std::string& key) {
   std::vector<FieldFilter> filters;
-  std::string text = settings.Optional(key, "");
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string part =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  const std::string text = settings.Optional(key, "");
+  for (std::string_view part : SplitList(text)) {
     size_t eq = part.find('=');
-    if (eq == std::string::npos || eq == 0) {
+    if (eq == std::string_view::npos || eq == 0) {
       return settings.Error(key, "must be field=value[,field=value], got '" + text + "'");
     }
-    std::string field = part.substr(0, eq);
+    std::string field(part.substr(0, eq));
     if (field[0] != '/') field = "/" + field;
     auto pointer = JsonPointer::Parse(field);
     if (!pointer.ok()) return settings.Error(key, pointer.status().message());
     filters.push_back({*pointer, boost::json::value(part.substr(eq + 1))});
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return filters;
-}
-
-bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& filters) {
-  for (const auto& f : filters) {
-    const boost::json::value* v = ValueAt(item, f.path);
-    if (v == nullptr || *v != f.value) return false;
-  }
-  return true;
 }
 
 bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters) {
@@ -43,7 +31,7 @@ bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters
   const bool needs_after = change.op != ChangeOp::kDelete;
   if ((needs_before && !change.before) || (needs_after && !change.after)) return false;
   for (const auto& image : {change.before, change.after}) {
-    if (image && Matches(*image, filters)) return false;
+    if (image && MatchesFilters(*image, filters)) return false;
   }
   return true;
 }

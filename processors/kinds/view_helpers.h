@@ -22,8 +22,8 @@ inline constexpr const char* kSourceLsnField = "_sourceLsn";
 // "field=value[,field=value]" (string values) -> equality filters.
 Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
                                              const std::string& key);
-bool Matches(const boost::json::object& item, const std::vector<FieldFilter>& filters);
-// True when the change's images show its item outside `filters` both before
+// True when the change's images show its item outside `filters`
+// (MatchesFilters, storage/query_semantics.h) both before
 // and after it, so no view of the matching items can have changed with it
 // (a later change that makes the item match is applied in its turn). False
 // when an image its op carries is missing (before-images off, an envelope

@@ -402,10 +402,21 @@ TEST_F(PublisherTest, BrokerOutageBuffersAndDrainsInOrder) {
                                  std::to_string(i % 7) + R"("})");
     ASSERT_TRUE(r.status.ok()) << "writes must succeed while Kafka is down";
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Until the publisher has handed every change to librdkafka, none delivered.
+  const Lsn head = store_->HeadLsn();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (publisher_->GetStatus().produced < head) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "produced " << publisher_->GetStatus().produced << " of " << head;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling, not a wait
+  }
   PublisherStatus during = publisher_->GetStatus();
-  EXPECT_GT(during.lag_changes, 0u);
-  EXPECT_LT(during.published_lsn, store_->HeadLsn());
+  EXPECT_EQ(during.published_lsn, 1u);
+  EXPECT_EQ(during.lag_changes, head - 1);
+  // The lag is the age of the oldest unpublished change on the store's clock.
+  EXPECT_EQ(during.lag_seconds, 0.0);
+  clock_.Advance(2500);
+  EXPECT_EQ(publisher_->GetStatus().lag_seconds, 2.5);
   // Retention must not drop what Kafka has not received.
   clock_.Advance(30ull * 24 * 3600 * 1000);
   ASSERT_TRUE(store_->EnforceRetention().ok());

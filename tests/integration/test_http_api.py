@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 import unittest
+import urllib.request
 import uuid
 
 from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, strip_system
@@ -746,6 +747,16 @@ class HttpApiTest(FeeddTestCase):
                 break
         self.assertEqual(walked, [ch for ch in every if ch["container"] == "posts"])
 
+    def long_polls_waiting(self):
+        """feedd_feed_long_polls_waiting: the daemon's parked long polls."""
+        url = "http://%s/metrics" % self.daemon.ready["metrics"]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+        for line in text.splitlines():
+            if line.startswith("feedd_feed_long_polls_waiting "):
+                return float(line.split()[1])
+        self.fail("no feedd_feed_long_polls_waiting in /metrics")
+
     def test_long_poll_answered_early_by_a_write(self):
         c = self.c
         head = c.wait_quiescent()
@@ -763,12 +774,15 @@ class HttpApiTest(FeeddTestCase):
             outcome["done_at"] = time.monotonic()
             poller.close()
 
+        parked_before = self.long_polls_waiting()
         t = threading.Thread(target=poll)
         t0 = time.monotonic()
         t.start()
-        # Give the poll time to reach the daemon and wait there; the write
-        # must then wake it long before waitMs elapses.
-        time.sleep(0.5)
+        # Once the poll is parked in the daemon, the write must wake it long
+        # before waitMs elapses.
+        while self.long_polls_waiting() <= parked_before:
+            self.assertTrue(t.is_alive(), "the long poll returned before any write: %r" % outcome)
+            time.sleep(0.01)  # polling the gauge, not waiting for the poll
         write_at = time.monotonic()
         r = c.create("posts", {"id": item_id, "postId": pk})
         self.assertStatus(r, 201)

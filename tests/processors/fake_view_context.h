@@ -9,9 +9,9 @@
 //   (or Flush()) applies them, gives written items a fresh _lsn like the
 //   store does, and records the Change of each effective write in
 //   view_changes() (so a test can feed a processor's own writes back to it).
-// - Query() implements partitionKey, equality filters (JsonEquals), orderBy
-//   (CompareJson, ties by partition key then id, everything reversed when
-//   descending), limit (1..kMaxQueryLimit) and continuations (an offset).
+// - Query() implements partitionKey, the filters and order of
+//   storage/query_semantics.h, limit (1..kMaxQueryLimit) and continuations
+//   (an offset).
 // - Failure injection: FailNextReads(n) fails the next n Read/Query calls,
 //   FailReadAfter(k) lets k of them succeed and fails the next one,
 //   FailWritesTo(c) fails every staged write to container c,
@@ -35,10 +35,10 @@
 #include "processors/processor_kind.h"
 #include "processors/view_context.h"
 #include "storage/container_spec.h"
-#include "storage/json_order.h"
 #include "storage/json_pointer.h"
 #include "storage/patch.h"
 #include "storage/query.h"
+#include "storage/query_semantics.h"
 
 namespace feedd::proctest {
 
@@ -269,26 +269,18 @@ class FakeViewContext : public ViewContext {
         return Status(ErrorCode::kInvalidQuery, "bad continuation");
       }
     }
-    std::vector<std::pair<Key, const boost::json::object*>> hits;
+    std::vector<std::pair<std::string, const boost::json::object*>> hits;  // row key, item
     for (const auto& [key, item] : Items(container)) {
       if (spec.partition_key && key.first != *spec.partition_key) continue;
-      bool match = true;
-      for (const auto& f : spec.filters) {
-        const boost::json::value* v = f.path.Find(item);
-        if (v == nullptr || !JsonEquals(*v, f.value)) {
-          match = false;
-          break;
-        }
-      }
-      if (match) hits.emplace_back(key, &item);
+      if (MatchesFilters(item, spec.filters))
+        hits.emplace_back(QueryRowKey(key.first, key.second), &item);
     }
-    // The map is already in (pk, id) order; a stable sort keeps it for ties.
-    if (spec.order_by) {
-      std::stable_sort(hits.begin(), hits.end(), [&](const auto& a, const auto& b) {
-        return CompareJson(spec.order_by->Find(*a.second), spec.order_by->Find(*b.second)) < 0;
-      });
-    }
-    if (spec.descending) std::reverse(hits.begin(), hits.end());
+    std::sort(hits.begin(), hits.end(), [&](const auto& a, const auto& b) {
+      const JsonPointer* order_by = spec.order_by ? &*spec.order_by : nullptr;
+      return CompareQueryRows(order_by ? order_by->Find(*a.second) : nullptr, a.first,
+                              order_by ? order_by->Find(*b.second) : nullptr, b.first,
+                              spec.descending) < 0;
+    });
     ViewQueryPage page;
     for (size_t i = offset; i < hits.size() && page.items.size() < spec.limit; ++i) {
       page.items.push_back(*hits[i].second);

@@ -257,10 +257,12 @@ TEST(KeyedApplierBatchTest, AFailedBatchIsAppliedOneByOneAndOnlyTheBadChangeAndI
   ASSERT_TRUE(r.WaitDone(3));                                       // 1, 2, 3
   ASSERT_TRUE(Eventually([&] { return applier->parked() == 3; }));  // 4 and, behind it, 5, 6
   applier->Stop();
+  // Not under r.mutex: the applier calls Recorder::Parked() holding its own
+  // lock, so Parked() under r.mutex would take the two in the other order.
+  auto parked = applier->Parked();
   std::lock_guard<std::mutex> lock(r.mutex);
   EXPECT_EQ(r.done, Range(1, 3));
   EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{{1}, {2, 3, 4, 5, 6}, {2}, {3}, {4}, {4}}));
-  auto parked = applier->Parked();
   ASSERT_EQ(parked.size(), 3u);
   EXPECT_EQ(parked[0].lsn, 4u);
   EXPECT_NE(parked[0].error.find("injected"), std::string::npos);

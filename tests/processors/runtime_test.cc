@@ -495,7 +495,7 @@ TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   EXPECT_EQ(status.lag_changes, 0u);
   EXPECT_EQ(status.parked, 0u);
   EXPECT_EQ(status.errors, 0u);
-  EXPECT_EQ(status.state, "running");
+  EXPECT_EQ(status.state, ProcessorState::kRunning);
   // Started before the writes: every change came in-process, none from the
   // durable feed.
   EXPECT_EQ(status.from_commit_path, store_->HeadLsn());
@@ -526,7 +526,7 @@ TEST_F(RuntimeTest, APausedInstanceTakesNoChangeUntilResumed) {
   ASSERT_TRUE(WaitApplied(*mirror, first));
   mirror->Pause();
   const Lsn second = Upsert("posts", Note("k1", "n2", "b"));
-  EXPECT_EQ(mirror->GetStatus().state, "paused");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kPaused);
   auto verified = mirror->Verify(50ms);
   ASSERT_FALSE(verified.ok());
   EXPECT_EQ(verified.status().code(), ErrorCode::kLsnWaitTimeout);
@@ -535,7 +535,7 @@ TEST_F(RuntimeTest, APausedInstanceTakesNoChangeUntilResumed) {
   mirror->Resume();
   ASSERT_TRUE(WaitApplied(*mirror, second));
   EXPECT_TRUE(Get("mirror", "k1", "n2"));
-  EXPECT_EQ(mirror->GetStatus().state, "running");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kRunning);
 }
 
 // Two kinds under one name would make the configuration's meaning depend on
@@ -662,7 +662,7 @@ TEST_F(RuntimeTest, ARecordTheInstanceCannotReadIsParkedNotSkipped) {
   ASSERT_EQ(parked.size(), 1u);
   EXPECT_EQ(parked[0].lsn, 1u);
   EXPECT_EQ(parked[0].id, "n1");
-  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kDegraded);
 }
 
 // A rebuild derives the view from the data and positions the source after
@@ -721,7 +721,7 @@ TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey
   ASSERT_TRUE(Quiescent({mirror}));
   EXPECT_EQ(mirror->applied(), store_->HeadLsn());
   ProcessorStatus status = mirror->GetStatus();
-  EXPECT_EQ(status.state, "degraded");
+  EXPECT_EQ(status.state, ProcessorState::kDegraded);
   EXPECT_EQ(status.parked, 3u);
   EXPECT_GE(status.errors, static_cast<uint64_t>(kMaxAttempts));
 
@@ -759,7 +759,7 @@ TEST_F(RuntimeTest, AFailingChangeIsRetriedThenParkedWithTheLaterChangesOfItsKey
   EXPECT_EQ(S(*Get("mirror", "A", "a3"), "value"), "second");
   ExpectMirrorMatchesSources();
   status = mirror->GetStatus();
-  EXPECT_EQ(status.state, "running");
+  EXPECT_EQ(status.state, ProcessorState::kRunning);
   EXPECT_EQ(status.parked, 0u);
   kept = store_->ListParked("processor.mirror");
   ASSERT_TRUE(kept.ok());
@@ -794,7 +794,7 @@ TEST_F(RuntimeTest, AParkedChangeHoldsNeitherTheWatermarkNorRetention) {
       << "acked " << Acked("processor.mirror");
   ASSERT_TRUE(IsOk(store_->EnforceRetention()));
   EXPECT_GT(store_->OldestRetainedLsn(), a2);
-  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kDegraded);
 }
 
 TEST_F(RuntimeTest, ParkedChangesSurviveARestartWithoutTheFeedAndAReplayAppliesThem) {
@@ -823,7 +823,7 @@ TEST_F(RuntimeTest, ParkedChangesSurviveARestartWithoutTheFeedAndAReplayAppliesT
   EXPECT_EQ(parked[0].key, "A");
   EXPECT_NE(parked[0].error.find("injected failure for a2"), std::string::npos) << parked[0].error;
   EXPECT_EQ(parked[1].lsn, a3);
-  EXPECT_EQ(mirror->GetStatus().state, "degraded");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kDegraded);
   EXPECT_EQ(Log().Attempts("a3"), 0);
   // A later change of A waits behind them; other keys flow.
   Lsn a4 = Upsert("posts", Note("A", "a4", "v1"));
@@ -847,7 +847,7 @@ TEST_F(RuntimeTest, ParkedChangesSurviveARestartWithoutTheFeedAndAReplayAppliesT
   auto kept = store_->ListParked("processor.mirror");
   ASSERT_TRUE(kept.ok());
   EXPECT_TRUE(kept->empty());
-  EXPECT_EQ(mirror->GetStatus().state, "running");
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kRunning);
 }
 
 TEST_F(RuntimeTest, ARebuildAndAnUnregisteredConsumerLeaveNothingParked) {

@@ -84,9 +84,10 @@ TEST_F(StagedReadsTest, QueriesMergeStagedWritesInTheQueryEnginesOrder) {
   EXPECT_EQ(Query(Ranked("post", false)),
             (std::vector<std::string>{"f2", "f4", "n3", "n1", "f5", "f1"}));
   EXPECT_EQ(Query(Ranked("draft")), (std::vector<std::string>{"d1", "n2"}));
-  // Cross-partition, ties by (partition key, id): draft < post.
+  // Cross-partition, ties by row key (storage/query_semantics.h): the
+  // shorter partition key first, post < draft.
   EXPECT_EQ(Query(Ranked(std::nullopt, false)),
-            (std::vector<std::string>{"n2", "f2", "d1", "f4", "n3", "n1", "f5", "f1"}));
+            (std::vector<std::string>{"f2", "n2", "d1", "f4", "n3", "n1", "f5", "f1"}));
   QuerySpec filtered = Ranked(std::nullopt);
   filtered.filters.push_back(FieldFilter{Ptr("/rank"), 45});
   EXPECT_EQ(Query(filtered), (std::vector<std::string>{"n1"}));
@@ -97,6 +98,21 @@ TEST_F(StagedReadsTest, QueriesMergeStagedWritesInTheQueryEnginesOrder) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->items.size(), 6u);
   EXPECT_FALSE(page->continuation);
+}
+
+// A staged item is filtered as the query engine filters stored ones:
+// numbers by value, so 1.0 matches a filter on 1 (and the reverse).
+TEST_F(StagedReadsTest, AFilterMatchesAStagedNumberByValue) {
+  object whole = FeedItem("n1", 0);
+  whole["rank"] = 1.0;
+  ASSERT_TRUE(staged_.Upsert("feed", whole).ok());
+  ASSERT_TRUE(staged_.Upsert("feed", FeedItem("n2", 2)).ok());
+  QuerySpec one = Ranked("post");
+  one.filters.push_back(FieldFilter{Ptr("/rank"), 1});
+  EXPECT_EQ(Query(one), (std::vector<std::string>{"n1"}));
+  QuerySpec two = Ranked("post");
+  two.filters.push_back(FieldFilter{Ptr("/rank"), 2.0});
+  EXPECT_EQ(Query(two), (std::vector<std::string>{"n2"}));
 }
 
 TEST_F(StagedReadsTest, ARunOfQueriesReadsTheInnerViewOnceUntilAFlush) {

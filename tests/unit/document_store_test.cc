@@ -2281,8 +2281,14 @@ TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
   constexpr int kWrites = 600;
   std::atomic<int> acked{0};
   std::atomic<bool> failed{false};
+  std::atomic<int> checks{0}, hits{0};
   std::thread writer([&] {
     for (int i = 1; i <= kWrites && !failed; ++i) {
+      // Paced so that the readers interleave with the writes however slow
+      // their queries are (sanitizer builds): a query per four writes at
+      // least, and halfway a pause until the cache has answered one.
+      while (!failed && checks < i / 4) std::this_thread::yield();
+      while (!failed && i == kWrites / 2 && hits == 0) std::this_thread::yield();
       char body[80];
       std::snprintf(body, sizeof body, R"({"id":"i%04d","postId":"hot"})", i);
       if (!Create("posts", body).status.ok()) failed = true;
@@ -2290,7 +2296,6 @@ TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
     }
   });
   std::vector<std::thread> readers;
-  std::atomic<int> checks{0}, hits{0};
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&] {
       QuerySpec q;

@@ -101,7 +101,8 @@ TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   EXPECT_EQ(config.metrics_request_timeout_ms, 3000u);
   EXPECT_EQ(config.metrics_listen.ToString(), "127.0.0.1:9464");
   EXPECT_EQ(config.log_level, LogLevel::kInfo);
-  EXPECT_EQ(config.kafka.brokers, "embedded");
+  EXPECT_EQ(config.kafka.brokers, KafkaBrokers::kEmbedded);
+  EXPECT_EQ(config.kafka.bootstrap, "");
   EXPECT_EQ(config.kafka.topic_prefix, "feedd.");
   EXPECT_TRUE(config.kafka.properties.empty());
   EXPECT_EQ(config.ready_file, "");
@@ -158,7 +159,25 @@ TEST_F(OptionsTest, ContractAliases) {
   EXPECT_EQ(config.http_listen.port, 0);
   EXPECT_EQ(config.metrics_listen.port, 0);
   EXPECT_EQ(config.ready_file, "/tmp/ready");
-  EXPECT_EQ(config.kafka.brokers, "k1:9092,k2:9092");
+  EXPECT_EQ(config.kafka.brokers, KafkaBrokers::kCluster);
+  EXPECT_EQ(config.kafka.bootstrap, "k1:9092,k2:9092");
+}
+
+TEST_F(OptionsTest, KafkaBrokersIsEmbeddedNoneOrACluster) {
+  args_ = {"--kafka.brokers=none"};
+  DaemonConfig none = LoadOk();
+  EXPECT_EQ(none.kafka.brokers, KafkaBrokers::kNone);
+  EXPECT_EQ(none.kafka.bootstrap, "");
+  args_ = {"--kafka.brokers=embedded"};
+  EXPECT_EQ(LoadOk().kafka.brokers, KafkaBrokers::kEmbedded);
+  args_ = {"--kafka.brokers=k1:9092, k2:9092"};
+  DaemonConfig cluster = LoadOk();
+  EXPECT_EQ(cluster.kafka.brokers, KafkaBrokers::kCluster);
+  EXPECT_EQ(cluster.kafka.bootstrap, "k1:9092, k2:9092");
+  args_ = {"--kafka.brokers=k1:9092,"};
+  ExpectError("kafka.brokers");
+  args_ = {"--kafka.brokers="};
+  ExpectError("kafka.brokers");
 }
 
 TEST_F(OptionsTest, AliasAndOptionTogetherIsAnError) {
@@ -350,7 +369,8 @@ TEST_F(OptionsTest, KafkaAndProcessorKeysArePassedThrough) {
       "[kafka]\nbrokers = k:9092\nlinger.ms = 5\nacks = 1\n[processor.views]\nkind = copy\n");
   args_.push_back("--kafka.acks=all");
   DaemonConfig config = LoadOk();
-  EXPECT_EQ(config.kafka.brokers, "k:9092");
+  EXPECT_EQ(config.kafka.brokers, KafkaBrokers::kCluster);
+  EXPECT_EQ(config.kafka.bootstrap, "k:9092");
   EXPECT_EQ(config.kafka.properties,
             (std::map<std::string, std::string>{{"acks", "all"}, {"linger.ms", "5"}}));
   EXPECT_EQ(config.processor_settings,
