@@ -42,8 +42,8 @@
 #include "processors/change_source.h"
 #include "processors/keyed_applier.h"
 #include "processors/processor_kind.h"
-#include "processors/progress_view_context.h"
 #include "processors/processor_state.h"
+#include "processors/progress_view_context.h"
 #include "storage/document_store.h"
 #include "util/clock.h"
 
