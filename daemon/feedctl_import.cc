@@ -80,9 +80,11 @@ int RunImport(const ImportCommand& c) {
     return 3;
   }
 
-  const std::string head = "POST " + Target(c) + " HTTP/1.1\r\nHost: " + c.api +
-                           "\r\nContent-Type: application/x-ndjson\r\n"
-                           "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  std::string head = "POST " + Target(c) + " HTTP/1.1\r\nHost: " + c.api +
+                     "\r\nContent-Type: application/x-ndjson\r\n"
+                     "Transfer-Encoding: chunked\r\nConnection: close\r\n";
+  if (!c.bearer_token.empty()) head += "Authorization: Bearer " + c.bearer_token + "\r\n";
+  head += "\r\n";
   asio::write(socket, asio::buffer(head), ec);
   std::vector<char> chunk(kChunkBytes);
   uint64_t sent = 0, lines = 0;

@@ -14,10 +14,11 @@ namespace feedd {
 struct ImportCommand {
   std::string api;  // HOST:PORT
   std::string container;
-  std::string file;       // "-" or "": standard input
-  std::string if_exists;  // "" (the daemon's default), skip, replace, fail
-  std::string on_error;   // "" (the daemon's default), continue, stop
-  bool progress = true;   // progress lines on stderr
+  std::string file;          // "-" or "": standard input
+  std::string if_exists;     // "" (the daemon's default), skip, replace, fail
+  std::string on_error;      // "" (the daemon's default), continue, stop
+  bool progress = true;      // progress lines on stderr
+  std::string bearer_token;  // sent as "Authorization: Bearer <token>"; "" = none
 };
 
 // Exit codes as feedctl's: 0 every line imported (created or skipped),

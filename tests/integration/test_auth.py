@@ -121,7 +121,8 @@ class AuthTest(FeeddTestCase):
             ("write", "delete", "DELETE", item_path("users", pk, pk), None, 204),
             ("admin", "pause", "POST", "/v1/processors/usernames/pause", {}, 200),
             ("admin", "resume", "POST", "/v1/processors/usernames/resume", {}, 200),
-            ("admin", "verify", "POST", "/v1/processors/usernames/verify", {}, 200),
+            ("admin", "verify", "POST", "/v1/processors/usernames/verify?wait=true", {}, 200),
+            ("admin", "reset", "POST", "/v1/processors/usernames/reset?lsn=oldest", {}, 200),
         ]
 
     def test_each_role_against_each_route_class(self):
@@ -208,6 +209,23 @@ class AuthTest(FeeddTestCase):
         self.assertEqual(status, 200, body)
         self.assertStatus(self.call("reader", "GET", item_path("users", "imp1", "imp1")), 200,
                           "the imported item")
+
+    def test_feedctl_import_sends_the_token(self):
+        feedctl = os.environ["FEEDCTL_BIN"]
+        ndjson = os.path.join(self.tmp, "users.ndjson")
+        with open(ndjson, "w") as f:
+            f.write('{"id":"imp2","userId":"imp2","type":"user","username":"j"}\n')
+        api = "%s:%d" % (self.daemon.host, self.daemon.port)
+        for who, code in (("reader", 1), ("writer", 0)):
+            token_file = os.path.join(self.tmp, who + ".token")
+            with open(token_file, "w") as f:
+                f.write(SECRETS[who] + "\n")
+            r = subprocess.run([feedctl, "--api", api, "--token-file", token_file, "import",
+                                "--no-progress", "users", ndjson],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, code, "%s: %s%s" % (who, r.stdout, r.stderr))
+        self.assertStatus(self.call("reader", "GET", item_path("users", "imp2", "imp2")), 200,
+                          "the item imported with the writer's token")
 
     def test_refused_before_the_body_is_read(self):
         # Without screening the server would wait for the announced body.
