@@ -35,6 +35,23 @@ local mix, posts, nposts, nusers, delay_ms, tag
 local seq = 0
 local text
 local H = {["Content-Type"] = "application/json"}
+-- A daemon with auth.tokens_file (docs/security.md) wants a bearer token: the
+-- first line of $FEEDD_TOKEN_FILE, else $FEEDD_TOKEN (never an argument).
+local function bearer_token()
+  local file = os.getenv("FEEDD_TOKEN_FILE")
+  if file and file ~= "" then
+    local f = assert(io.open(file), "cannot read FEEDD_TOKEN_FILE " .. file)
+    local line = f:read("*l")
+    f:close()
+    return line
+  end
+  return os.getenv("FEEDD_TOKEN")
+end
+local TOKEN = bearer_token()
+if TOKEN and TOKEN ~= "" then
+  H["Authorization"] = "Bearer " .. TOKEN
+  wrk.headers["Authorization"] = "Bearer " .. TOKEN
+end
 
 function init(args)
   mix = args[1] or "read"

@@ -26,6 +26,18 @@ class HttpError(RuntimeError):
     pass
 
 
+def bearer_line():
+    """The Authorization header line for a daemon with auth.tokens_file
+    (docs/security.md): the first line of $FEEDD_TOKEN_FILE, else
+    $FEEDD_TOKEN, never an argument; b"" without either."""
+    token = os.environ.get("FEEDD_TOKEN", "")
+    path = os.environ.get("FEEDD_TOKEN_FILE", "")
+    if path:
+        with open(path) as f:
+            token = f.readline().strip(" \t\r\n")
+    return ("Authorization: Bearer %s\r\n" % token).encode() if token else b""
+
+
 class Conn:
     """One keep-alive connection. Not thread-safe: one per thread/process."""
 
@@ -35,7 +47,7 @@ class Conn:
         self.timeout = timeout
         self.sock = None
         self.buf = b""
-        self.hostline = ("Host: %s\r\n" % api).encode()
+        self.hostline = ("Host: %s\r\n" % api).encode() + bearer_line()
 
     def _connect(self):
         s = socket.create_connection(self.addr, timeout=self.timeout)
