@@ -106,7 +106,7 @@ HttpProbe::HttpProbe(prometheus::Registry& registry)
   for (const char* reason : {"missing", "malformed", "unknown_token", "forbidden"}) {
     auth_failures_.Add({{"reason", reason}});
   }
-  for (const char* reason : {"max_connections", "accept_error"}) {
+  for (const char* reason : {"max_connections", "accept_error", "tls_handshake"}) {
     connections_rejected_.Add({{"reason", reason}});
   }
   for (const char* reason : {"max_buffered_bytes", "transfer_coding"}) {
