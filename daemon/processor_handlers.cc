@@ -3,7 +3,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
-#include <charconv>
 #include <optional>
 
 #include "daemon/api_router.h"
@@ -178,31 +177,35 @@ void ApiRouter::Pause(ProcessorInstance& instance, bool pause, Responder respond
   responder.Send(JsonResponse(200, boost::json::serialize(StatusJson(instance.GetStatus()))));
 }
 
-void ApiRouter::Reset(ProcessorInstance& instance, std::string_view query, Responder responder) {
+namespace {
+
+// ?lsn=N|oldest (`oldest`: the LSN before the oldest the feed retains). Any
+// other parameter or value is invalid_request.
+Result<Lsn> ParseResetLsn(std::string_view query, Lsn oldest_retained) {
   Result<std::vector<QueryParam>> params = ParseQueryString(query);
-  std::optional<std::string> lsn_text;
-  Status s = params.status();
-  for (size_t i = 0; s.ok() && i < params->size(); ++i) {
-    const QueryParam& p = (*params)[i];
+  if (!params.ok()) return params.status();
+  std::optional<std::string> text;
+  for (const QueryParam& p : *params) {
     if (p.name != "lsn") {
-      s = Status(ErrorCode::kInvalidRequest, "unknown parameter '" + p.name + "'");
-    } else {
-      lsn_text = p.value;
+      return Status(ErrorCode::kInvalidRequest, "unknown parameter '" + p.name + "'");
     }
+    text = p.value;
   }
+  if (!text) return Status(ErrorCode::kInvalidRequest, "lsn is required: ?lsn=N or ?lsn=oldest");
+  if (*text == "oldest") return oldest_retained - 1;
   Lsn lsn = 0;
-  if (s.ok() && !lsn_text) {
-    s = Status(ErrorCode::kInvalidRequest, "lsn is required: ?lsn=N or ?lsn=oldest");
-  } else if (s.ok() && *lsn_text == "oldest") {
-    lsn = store_->OldestRetainedLsn() - 1;
-  } else if (s.ok()) {
-    auto [end, ec] = std::from_chars(lsn_text->data(), lsn_text->data() + lsn_text->size(), lsn);
-    if (ec != std::errc() || end != lsn_text->data() + lsn_text->size()) {
-      s = Status(ErrorCode::kInvalidRequest,
-                 "lsn must be a non-negative integer or 'oldest', not '" + *lsn_text + "'");
-    }
+  if (!ParseUint64(*text, &lsn)) {
+    return Status(ErrorCode::kInvalidRequest,
+                  "lsn must be a non-negative integer or 'oldest', not '" + *text + "'");
   }
-  if (s.ok()) s = instance.ResetTo(lsn);
+  return lsn;
+}
+
+}  // namespace
+
+void ApiRouter::Reset(ProcessorInstance& instance, std::string_view query, Responder responder) {
+  Result<Lsn> lsn = ParseResetLsn(query, store_->OldestRetainedLsn());
+  Status s = lsn.ok() ? instance.ResetTo(*lsn) : lsn.status();
   if (!s.ok()) return responder.Send(ErrorResponse(s));
   responder.Send(JsonResponse(200, boost::json::serialize(StatusJson(instance.GetStatus()))));
 }
