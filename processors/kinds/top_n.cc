@@ -65,14 +65,17 @@ class TopN : public ProcessorKind, public views::CopySettings {
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
-    if (auto pk = RankKeptAt(change)) {
-      // A change that left the item competing at the same rank in the same
-      // partition (a count increment, say) can only update a copy: a
-      // non-member stays out, so the copy decides whether the source is
-      // worth a read at all.
-      auto existing = ctx.Read(target_container, *pk, change.id);
+    // A change that left the item competing at the same rank in the same
+    // partition (a count increment, say) can only update a copy: a
+    // non-member stays out, so the copy decides whether the source is worth
+    // a read at all. The copy read here serves below too.
+    const std::optional<std::string> kept_pk = RankKeptAt(change);
+    std::optional<boost::json::object> kept_copy;
+    if (kept_pk) {
+      auto existing = ctx.Read(target_container, *kept_pk, change.id);
       if (!existing.ok()) return existing.status();
       if (!*existing) return Status::Ok();
+      kept_copy = std::move(**existing);
     }
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
@@ -91,16 +94,22 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (competes) {
       // The common case: an update of a member whose rank did not drop. A
       // point read of its copy is enough; membership and order hold.
-      auto existing = ctx.Read(target_container, *view_pk, change.id);
-      if (!existing.ok()) return existing.status();
-      if (*existing && !views::DerivedFrom(**existing, *this, change.partition_key, change.id)) {
+      std::optional<boost::json::object> existing;
+      if (kept_pk == view_pk) {
+        existing = std::move(kept_copy);
+      } else {
+        auto read = ctx.Read(target_container, *view_pk, change.id);
+        if (!read.ok()) return read.status();
+        existing = std::move(*read);
+      }
+      if (existing && !views::DerivedFrom(*existing, *this, change.partition_key, change.id)) {
         ctx.ReportCollision(
-            views::Collision(*this, **existing, change.partition_key, change.id).message());
+            views::Collision(*this, *existing, change.partition_key, change.id).message());
         return Status::Ok();
       }
       boost::json::object copy = views::ShortForm(**source, *this);
-      if (*existing && !Outranks(**existing, copy)) {
-        if (views::SourceLsnOf(**existing) >= views::ItemLsn(**source)) return Status::Ok();
+      if (existing && !Outranks(*existing, copy)) {
+        if (views::SourceLsnOf(*existing) >= views::ItemLsn(**source)) return Status::Ok();
         return ctx.Upsert(target_container, std::move(copy));
       }
     }
