@@ -149,20 +149,7 @@ class FaultInjectionTest : public ::testing::Test {
     return store_->Read("users", id, id, &json);
   }
 
-  // Every change record from LSN 1 to the head, in order.
-  std::vector<ChangeRecord> Feed() {
-    std::vector<ChangeRecord> out;
-    FeedReadSpec spec;
-    spec.limit = 1000;
-    for (;;) {
-      FeedPage page;
-      Status s = store_->ReadFeed(spec, &page);
-      if (!s.ok()) throw std::runtime_error(s.ToString());
-      for (auto& r : page.records) out.push_back(std::move(r));
-      if (page.records.empty() || page.next > store_->HeadLsn()) return out;
-      spec.from = page.next;
-    }
-  }
+  std::vector<ChangeRecord> Feed() { return testutil::WholeFeed(*store_); }
 
   // The store holds exactly `written` (ids of users), each under one change
   // record, with LSNs 1..head.

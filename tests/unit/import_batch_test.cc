@@ -98,19 +98,7 @@ class ImportBatchTest : public ::testing::Test {
     return batch;
   }
 
-  std::vector<ChangeRecord> Feed() {
-    std::vector<ChangeRecord> out;
-    FeedReadSpec spec;
-    spec.limit = 1000;
-    for (;;) {
-      FeedPage page;
-      Status s = store_->ReadFeed(spec, &page);
-      if (!s.ok()) throw std::runtime_error(s.ToString());
-      for (auto& r : page.records) out.push_back(std::move(r));
-      if (page.records.empty() || page.next > store_->HeadLsn()) return out;
-      spec.from = page.next;
-    }
-  }
+  std::vector<ChangeRecord> Feed() { return testutil::WholeFeed(*store_); }
 
   // Ids of the orders found through the /status index with that value.
   std::set<std::string> ByStatus(std::string_view status) {

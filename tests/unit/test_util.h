@@ -11,7 +11,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
+#include "storage/document_store.h"
 #include "storage/json_pointer.h"
 #include "util/status.h"
 
@@ -37,6 +39,22 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Every change record of `store` from LSN 1 to the head, in order; throws
+// when the feed cannot be read.
+inline std::vector<ChangeRecord> WholeFeed(DocumentStore& store) {
+  std::vector<ChangeRecord> out;
+  FeedReadSpec spec;
+  spec.limit = 1000;
+  for (;;) {
+    FeedPage page;
+    Status s = store.ReadFeed(spec, &page);
+    if (!s.ok()) throw std::runtime_error(s.ToString());
+    for (auto& r : page.records) out.push_back(std::move(r));
+    if (page.records.empty() || page.next > store.HeadLsn()) return out;
+    spec.from = page.next;
+  }
+}
 
 inline boost::json::value Json(std::string_view text) { return boost::json::parse(text); }
 
