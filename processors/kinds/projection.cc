@@ -112,7 +112,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
           ctx.ReportCollision(views::Collision(*this, **existing, source_key, id).message());
           continue;
         }
-      } else if (views::SameView(*it->second, expected)) {
+      } else if (views::SameViewAndVersion(*it->second, expected)) {
         continue;
       }
       if (Status s = writer.Upsert(target_container, std::move(expected)); !s.ok()) return s;

@@ -352,7 +352,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   // When a member that shows the right source is written again.
   enum class Refresh {
     kWhenOlder,      // its source version is older (changes: replays change nothing)
-    kWhenDifferent,  // it differs from the expected copy (rebuild: repairs what was edited)
+    kWhenDifferent,  // it differs from the expected copy or its version (rebuild)
   };
 
   // Makes the view partition `pk` equal to its recomputation from the source
@@ -387,7 +387,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
       if (it != present.end() && Shows(*it->second, *e) &&
           (refresh == Refresh::kWhenOlder
                ? views::SourceLsnOf(*it->second) >= views::SourceLsnOf(*e)
-               : views::SameView(*it->second, *e))) {
+               : views::SameViewAndVersion(*it->second, *e))) {
         continue;
       }
       if (Status s = writer.Upsert(target_container, *e); !s.ok()) return s;

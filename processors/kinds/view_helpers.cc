@@ -164,6 +164,10 @@ bool SameView(const boost::json::object& derived, const boost::json::object& sho
   return a == b;
 }
 
+bool SameViewAndVersion(const boost::json::object& derived, const boost::json::object& short_form) {
+  return SourceLsnOf(derived) == SourceLsnOf(short_form) && SameView(derived, short_form);
+}
+
 std::optional<std::string> SourcePartitionKey(const boost::json::object& item,
                                               const CopySettings& copy) {
   const boost::json::value* source = item.if_contains(kSourceField);

@@ -75,6 +75,11 @@ boost::json::object ShortForm(const boost::json::object& source, const CopySetti
 // the store's properties; _source is compared).
 bool SameView(const boost::json::object& derived, const boost::json::object& short_form);
 
+// True when `derived` shows `short_form` (SameView) of the same source
+// version (_sourceLsn). A rebuild writes every copy that is not: one whose
+// source changed in a way the copy does not show still records that change.
+bool SameViewAndVersion(const boost::json::object& derived, const boost::json::object& short_form);
+
 // True when `item` is a copy of the item (copy.source_container,
 // `source_pk`, `id`): its _source says so, or - a copy written before
 // _source existed - it has _sourceLsn and that partition key and id.

@@ -895,6 +895,23 @@ TEST_F(UserPostsTest, RebuildWritesOnlyTheDifferenceInOneCommit) {
   EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
 }
 
+// A copy that shows its source's content but an older version of it (its
+// applier had not applied the source's latest change when the rebuild
+// began: the change altered nothing the copy shows) is written again with
+// the source's _lsn, as applying that change would have done.
+TEST_F(UserPostsTest, RebuildBringsACopyOfAnOlderSourceVersionUpToDate) {
+  Apply(ctx_.Put("posts", Post("p1", "u1", "alice", Date(1))));
+  object behind = WithoutStoreFields(*CopyOf("u1", "p1"));
+  const uint64_t source_lsn = U(*ctx_.Get("posts", "p1", "p1"), "_lsn");
+  behind["_sourceLsn"] = source_lsn - 1;
+  ctx_.Poke("users", behind);
+  ctx_.ClearViewChanges();
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  ASSERT_EQ(ctx_.view_changes().size(), 1u);
+  EXPECT_EQ(U(*CopyOf("u1", "p1"), "_sourceLsn"), source_lsn);
+}
+
 TEST_F(UserPostsTest, RebuildLeavesCollisionsOutAndReportsThem) {
   object evil = Post("u1", "u1", "");
   evil["postId"] = "evil";
@@ -1383,6 +1400,23 @@ TEST_F(FeedTest, RebuildWritesOnlyTheDifferenceInOneCommit) {
   EXPECT_EQ(written, (std::set<std::string>{"p99", ids[1], ids[2]}));
   EXPECT_EQ(ctx_.view_changes().size(), 3u);
   EXPECT_EQ(Snapshot(ctx_), right);
+}
+
+// As for user_posts: a member that shows an older version of its source
+// is brought up to the source's _lsn by a rebuild.
+TEST_F(FeedTest, RebuildBringsAMemberOfAnOlderSourceVersionUpToDate) {
+  Make(3);
+  for (const Change& c : History(ctx_)) Apply(c);
+  std::vector<std::string> ids = FeedIds();
+  object behind = WithoutStoreFields(*ctx_.Get("feed", "post", ids[0]));
+  const uint64_t source_lsn = U(behind, "_sourceLsn");
+  behind["_sourceLsn"] = source_lsn - 1;
+  ctx_.Poke("feed", behind);
+  ctx_.ClearViewChanges();
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx_)));
+  ASSERT_TRUE(IsOk(ctx_.Commit()));
+  ASSERT_EQ(ctx_.view_changes().size(), 1u);
+  EXPECT_EQ(U(*ctx_.Get("feed", "post", ids[0]), "_sourceLsn"), source_lsn);
 }
 
 TEST_F(FeedTest, VerifyDetectsAWrongFeed) {
