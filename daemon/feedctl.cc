@@ -73,13 +73,12 @@ class Session {
  public:
   Session(std::string api, bool json, feedd::ImportCommand import = {},
           feedd::HttpClientSecurity security = {})
-      : https_(security.tls != nullptr),
-        http_(std::move(api), kTimeout, std::move(security)),
+      : http_(std::move(api), kTimeout, std::move(security)),
         json_(json),
         import_(std::move(import)) {}
   const std::string& api() const { return http_.address(); }
   bool json() const { return json_; }
-  bool https() const { return https_; }
+  feedd::HttpClient& http() { return http_; }
   // import's options (--if-exists, --on-error, --no-progress).
   const feedd::ImportCommand& import() const { return import_; }
 
@@ -112,7 +111,6 @@ class Session {
   }
 
  private:
-  bool https_;
   feedd::HttpClient http_;
   bool json_;
   feedd::ImportCommand import_;
@@ -479,16 +477,10 @@ int Reset(Session& session, const std::vector<std::string>& operands) {
 }
 
 int Import(Session& session, const std::vector<std::string>& operands) {
-  if (session.https()) {
-    std::cerr << "feedctl: import streams over plain HTTP only; with --ca-file, send the NDJSON "
-                 "to POST /v1/containers/CONTAINER/import with an HTTPS client (curl -T)\n";
-    return kExitUsage;
-  }
   feedd::ImportCommand command = session.import();
-  command.api = session.api();
   command.container = operands[0];
   if (operands.size() > 1) command.file = operands[1];
-  return feedd::RunImport(command);
+  return feedd::RunImport(session.http(), command);
 }
 
 // One command: its name, operands (as shown, and how many), help texts and
@@ -774,7 +766,6 @@ int Main(int argc, char** argv) {
   feedd::Result<std::string> token = feedd::ClientBearerToken(
       values.count("token-file") != 0 ? values["token-file"].as<std::string>() : "");
   if (!token.ok()) return UsageError(token.status().message());
-  import.bearer_token = *token;
   security.bearer_token = std::move(*token);
   feedd::TlsClientFiles tls_files;
   if (values.count("ca-file") != 0) tls_files.ca_file = values["ca-file"].as<std::string>();

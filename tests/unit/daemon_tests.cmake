@@ -34,3 +34,9 @@ target_link_libraries(ndjson_lines_test PRIVATE feedd_http_api GTest::gtest_main
 gtest_discover_tests(ndjson_lines_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(http_client_stream_test ${CMAKE_CURRENT_LIST_DIR}/http_client_stream_test.cc)
+target_link_libraries(http_client_stream_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(http_client_stream_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
