@@ -11,7 +11,6 @@
 #include <iostream>
 
 #include "util/http_client.h"
-#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
@@ -26,10 +25,9 @@ std::string Mib(uint64_t bytes) {
 
 std::string Target(const ImportCommand& c) {
   std::string target = "/v1/containers/" + PercentEncodeSegment(c.container) + "/import";
-  std::string query;
-  if (!c.if_exists.empty()) query += "ifExists=" + c.if_exists;
-  if (!c.on_error.empty()) query += (query.empty() ? "" : "&") + ("onError=" + c.on_error);
-  if (!query.empty()) target += "?" + query;
+  target += "?job=true";
+  if (!c.if_exists.empty()) target += "&ifExists=" + c.if_exists;
+  if (!c.on_error.empty()) target += "&onError=" + c.on_error;
   return target;
 }
 
@@ -80,7 +78,8 @@ class UploadSource {
 
 }  // namespace
 
-int RunImport(HttpClient& client, const ImportCommand& c) {
+ImportUpload UploadImport(HttpClient& client, const ImportCommand& c) {
+  ImportUpload out;
   std::istream* in = &std::cin;
   std::ifstream file;
   uint64_t total = 0;  // 0: unknown (standard input)
@@ -88,7 +87,8 @@ int RunImport(HttpClient& client, const ImportCommand& c) {
     file.open(c.file, std::ios::binary | std::ios::ate);
     if (!file) {
       std::cerr << "feedctl: cannot open " << c.file << ": " << std::strerror(errno) << "\n";
-      return 2;
+      out.exit_code = 2;
+      return out;
     }
     total = static_cast<uint64_t>(file.tellg());
     file.seekg(0);
@@ -103,25 +103,25 @@ int RunImport(HttpClient& client, const ImportCommand& c) {
   if (!reply.ok()) {
     if (reply.status().code() == ErrorCode::kUnavailable) {
       std::cerr << "feedctl: cannot reach feedd: " << reply.status().message() << "\n";
-      return 3;
+      out.exit_code = 3;
+    } else {
+      std::cerr << "feedctl: import " << c.container << ": " << reply.status().message() << "\n";
+      out.exit_code = 2;
     }
-    std::cerr << "feedctl: import " << c.container << ": " << reply.status().message() << "\n";
-    return 2;
+    return out;
   }
-  std::cout << reply->body << "\n";
-  Result<boost::json::value> report = ParseJson(reply->body);
-  const boost::json::object* o = report.ok() ? report->if_object() : nullptr;
-  if (reply->status != 200 || o == nullptr || !o->contains("created")) {
-    std::cerr << "feedctl: import " << c.container
-              << " failed: " << StatusOfReply(*reply).ToString() << "\n";
-    return 1;
-  }
-  auto count = [&](const char* name) { return o->at(name).to_number<uint64_t>(); };
-  const bool complete = o->at("complete").as_bool();
+  out.reply = std::move(*reply);
+  return out;
+}
+
+int SummarizeImport(const ImportCommand& c, const boost::json::object& o) {
+  std::cout << boost::json::serialize(o) << "\n";
+  auto count = [&](const char* name) { return o.at(name).to_number<uint64_t>(); };
+  const bool complete = o.at("complete").as_bool();
   std::cerr << "feedctl: import " << c.container << ": " << count("created") << " created, "
             << count("replaced") << " replaced, " << count("skipped") << " skipped, "
-            << count("failed") << " failed in " << o->at("seconds").to_number<double>() << " s ("
-            << static_cast<uint64_t>(o->at("itemsPerSecond").to_number<double>()) << " items/s)"
+            << count("failed") << " failed in " << o.at("seconds").to_number<double>() << " s ("
+            << static_cast<uint64_t>(o.at("itemsPerSecond").to_number<double>()) << " items/s)"
             << (complete ? "" : ", incomplete") << "\n";
   return complete && count("failed") == 0 ? 0 : 1;
 }

@@ -419,6 +419,28 @@ class ImportJobTest(FeeddTestCase):
         self.assertEqual(self.client.read("users", last, last)[0], 200)
         self.assertEqual(self.spools(), [])
 
+    def test_feedctl_import_follows_the_job(self):
+        feedctl = os.environ.get("FEEDCTL_BIN")
+        if not feedctl:
+            self.skipTest("FEEDCTL_BIN is not set")
+        with tempfile.NamedTemporaryFile(suffix=".ndjson") as f:
+            f.write(big_body())
+            f.flush()
+            r = subprocess.run([feedctl, "--api", "%s:%d" % (self.daemon.host, self.daemon.port),
+                                "--json", "import", "users", f.name],
+                               capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual((report["created"], report["failed"], report["complete"]),
+                         (BIG_LINES, 0, True), report)
+        job = self.client.request("GET", "/v1/jobs/%s" % report["job"])[2]
+        self.assertEqual((job["type"], job["container"], job["state"]),
+                         ("import", "users", "succeeded"), job)
+        # Not a terminal: plain progress lines of the job, lines and bytes.
+        self.assertRegex(r.stderr, r"job %s: import users: \d+/%d lines \(\d+%%\), "
+                                   r"[0-9.]+/[0-9.]+ MiB, \d+ lines/s" % (report["job"], BIG_LINES))
+        self.assertIn("feedctl: import users: %d created" % BIG_LINES, r.stderr)
+
     def test_a_body_over_the_spool_limit_is_refused(self):
         body = big_body() * 2  # about 90 MiB, over import.spool_max_mb=64
         status, error = post_import(self.daemon, "users", body, query="job=true", piece=1 << 20)
