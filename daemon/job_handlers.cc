@@ -75,16 +75,20 @@ void ApiRouter::StartImportJob(const ContainerSpec& spec, ImportParams params, S
   auto spooled = std::make_shared<SpooledBody>(std::move(body));
   Status s = import_jobs_.Submit(
       "import-" + std::to_string(job->id()),
-      [&jobs, job, run, spooled](std::stop_token shutdown) mutable {
+      [&jobs, job, run, spooled, slot](std::stop_token shutdown) mutable {
         std::stop_callback on_shutdown(shutdown, [job] { job->RequestStop(); });
         ImportReport report = RunImportJob(*spooled, *run, *job, [&job] {
           return job->cancel_requested() ? Status(ErrorCode::kCancelled, "the job was cancelled")
                                          : Status(ErrorCode::kUnavailable,
                                                   "the daemon shut down while the job was running");
         });
-        run.reset();  // reports the totals, frees the slot
+        run.reset();  // reports the totals
         auto outcome = std::make_shared<ImportReport>(std::move(report));
-        return AdminTasks::Answer([&jobs, job, outcome] {
+        // The slot goes once this task's own is free (AdminTasks runs the
+        // answer then), and before the job ends: a client that sees it
+        // ended may import again at once.
+        return AdminTasks::Answer([&jobs, job, outcome, slot = std::move(slot)]() mutable {
+          slot.reset();
           if (outcome->error.ok()) {
             jobs.Finish(job->id(), boost::json::value(std::move(outcome->body)));
           } else {
