@@ -318,8 +318,7 @@ int Run(const DaemonConfig& config) {
                                                                         : " (HTTPS, mTLS)");
 
   // The exposer holds collectables weakly: this one lives until the end.
-  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
-                                                config.store.data_dir);
+  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get());
   metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
 

@@ -1,19 +1,13 @@
 #include "daemon/state_collector.h"
 
-#include <dirent.h>
-#include <librdkafka/rdkafka.h>
-#include <rocksdb/version.h>
-#include <sys/resource.h>
 #include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <fstream>
+#include <iterator>
 #include <map>
-#include <sstream>
 
-#include "daemon/metric_families.h"
 #include "feed/bootstrap_relay.h"
+#include "util/metric_families.h"
 
 namespace feedd {
 namespace {
@@ -21,62 +15,20 @@ namespace {
 using metrics::Families;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
-using prometheus::MetricType;
-
-void CollectProcess(Families& f) {
-  static const long ticks = sysconf(_SC_CLK_TCK);
-  static const long page = sysconf(_SC_PAGESIZE);
-  std::ifstream stat("/proc/self/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // Fields after the command name (which may hold spaces) start past ')'.
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> v;
-  for (std::string s; fields >> s;) v.push_back(s);
-  if (v.size() > 21) {
-    double cpu = (std::stod(v[11]) + std::stod(v[12])) / static_cast<double>(ticks);
-    f.Counter("process_cpu_seconds_total", "User and system CPU time, seconds", cpu);
-    f.Gauge("process_virtual_memory_bytes", "Virtual memory size, bytes", std::stod(v[20]));
-    f.Gauge("process_resident_memory_bytes", "Resident set size, bytes",
-            std::stod(v[21]) * static_cast<double>(page));
-    std::ifstream uptime("/proc/uptime");
-    double up = 0;
-    uptime >> up;
-    double boot = static_cast<double>(time(nullptr)) - up;
-    f.Gauge("process_start_time_seconds", "Start time of the process, Unix epoch seconds",
-            boot + std::stod(v[19]) / static_cast<double>(ticks));
-  }
-  int fds = 0;
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    while (readdir(dir) != nullptr) ++fds;
-    closedir(dir);
-    fds -= 3;  // ".", ".." and the directory's own descriptor
-  }
-  f.Gauge("process_open_fds", "Open file descriptors", fds);
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    f.Gauge("process_max_fds", "The open-files limit", static_cast<double>(limit.rlim_cur));
-  }
-}
 
 }  // namespace
 
 StateCollector::StateCollector(const DocumentStore* store, const Publisher* publisher,
-                               const ProcessorManager* processors, std::string data_dir)
-    : store_(store),
-      publisher_(publisher),
-      processors_(processors),
-      data_dir_(std::move(data_dir)) {}
+                               const ProcessorManager* processors)
+    : store_(store), publisher_(publisher), processors_(processors) {}
 
 std::vector<MetricFamily> StateCollector::Collect() const {
+  std::vector<MetricFamily> families = process_probe_.Collect();
+  auto append = [&families](std::vector<MetricFamily> more) {
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  };
   Families f;
-  f.Gauge("feedd_up", "1 while the daemon serves", 1);
-  f.Gauge("feedd_build_info", "Build information", 1,
-          {{"version", FEEDD_VERSION},
-           {"rocksdb", std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
-                           std::to_string(ROCKSDB_PATCH)},
-           {"librdkafka", rd_kafka_version_str()}});
-  CollectProcess(f);
-
   // ---- storage ----
   StoreStats stats = store_->Stats();
   static const char* kOps[] = {"create", "replace", "delete"};
@@ -147,7 +99,7 @@ std::vector<MetricFamily> StateCollector::Collect() const {
           "Free-space reserve of the data directory's file system (storage.min_free_mb), bytes",
           static_cast<double>(store_->options().min_free_bytes));
   struct statvfs fs {};
-  if (statvfs(data_dir_.c_str(), &fs) == 0) {
+  if (statvfs(store_->options().data_dir.c_str(), &fs) == 0) {
     f.Gauge("feedd_disk_free_bytes", "Free bytes on the data directory's file system",
             static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize));
     f.Gauge("feedd_disk_size_bytes", "Size of the data directory's file system, bytes",
@@ -196,7 +148,6 @@ std::vector<MetricFamily> StateCollector::Collect() const {
             static_cast<double>(p.inflight_messages));
     f.Gauge("feedd_kafka_broker_up", "1 while a Kafka broker answers", p.connected ? 1 : 0);
   }
-
   // ---- processors ----
   if (processors_ != nullptr) {
     const AdminTasks& admin = processors_->admin_tasks();
@@ -262,7 +213,8 @@ std::vector<MetricFamily> StateCollector::Collect() const {
                 static_cast<double>(s.collisions), l);
     }
   }
-  return f.Take();
+  append(f.Take());
+  return families;
 }
 
 }  // namespace feedd

@@ -1,6 +1,6 @@
 #include "daemon/worker_collector.h"
 
-#include "daemon/metric_families.h"
+#include "util/metric_families.h"
 
 namespace feedd {
 
