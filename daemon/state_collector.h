@@ -1,9 +1,9 @@
 // StateCollector: the metrics of docs/metrics.md that are read at scrape time
 // rather than counted on the hot path, gathered from each module's probe,
 // which owns their names, help and labels: the process's (ProcessProbe:
-// feedd_up, build information, process statistics); and still here, storage,
-// the Kafka publisher, processors. Registered once the API serves, so that
-// feedd_up appears then.
+// feedd_up, build information, process statistics), the store's (StoreProbe);
+// and still here, the Kafka publisher, processors. Registered once the API
+// serves, so that feedd_up appears then.
 //
 // Thread-safety: Collect() may run concurrently with everything it samples;
 // each source is read through its own thread-safe accessors.
@@ -20,7 +20,7 @@
 #include "daemon/process_probe.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
-#include "storage/document_store.h"
+#include "storage/store_probe.h"
 
 namespace feedd {
 
@@ -33,7 +33,7 @@ class StateCollector : public prometheus::Collectable {
 
  private:
   ProcessProbe process_probe_;
-  const DocumentStore* const store_;
+  StoreProbe store_probe_;
   const Publisher* const publisher_;
   const ProcessorManager* const processors_;
 };
