@@ -1,9 +1,9 @@
 // StateCollector: the metrics of docs/metrics.md that are read at scrape time
 // rather than counted on the hot path, gathered from each module's probe,
 // which owns their names, help and labels: the process's (ProcessProbe:
-// feedd_up, build information, process statistics), the store's (StoreProbe);
-// and still here, the Kafka publisher, processors. Registered once the API
-// serves, so that feedd_up appears then.
+// feedd_up, build information, process statistics), the store's (StoreProbe),
+// the Kafka publisher's (PublisherProbe); and still here, processors.
+// Registered once the API serves, so that feedd_up appears then.
 //
 // Thread-safety: Collect() may run concurrently with everything it samples;
 // each source is read through its own thread-safe accessors.
@@ -15,10 +15,11 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <optional>
 #include <vector>
 
 #include "daemon/process_probe.h"
-#include "feed/publisher.h"
+#include "feed/publisher_probe.h"
 #include "processors/processor_manager.h"
 #include "storage/store_probe.h"
 
@@ -34,7 +35,7 @@ class StateCollector : public prometheus::Collectable {
  private:
   ProcessProbe process_probe_;
   StoreProbe store_probe_;
-  const Publisher* const publisher_;
+  std::optional<PublisherProbe> publisher_probe_;
   const ProcessorManager* const processors_;
 };
 
