@@ -2,7 +2,7 @@
 // rather than counted on the hot path, gathered from each module's probe,
 // which owns their names, help and labels: the process's (ProcessProbe:
 // feedd_up, build information, process statistics), the store's (StoreProbe),
-// the Kafka publisher's (PublisherProbe); and still here, processors.
+// the Kafka publisher's (PublisherProbe), the processors' (ProcessorProbe).
 // Registered once the API serves, so that feedd_up appears then.
 //
 // Thread-safety: Collect() may run concurrently with everything it samples;
@@ -20,7 +20,7 @@
 
 #include "daemon/process_probe.h"
 #include "feed/publisher_probe.h"
-#include "processors/processor_manager.h"
+#include "processors/processor_probe.h"
 #include "storage/store_probe.h"
 
 namespace feedd {
@@ -36,7 +36,7 @@ class StateCollector : public prometheus::Collectable {
   ProcessProbe process_probe_;
   StoreProbe store_probe_;
   std::optional<PublisherProbe> publisher_probe_;
-  const ProcessorManager* const processors_;
+  std::optional<ProcessorProbe> processor_probe_;
 };
 
 }  // namespace feedd
