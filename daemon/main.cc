@@ -38,6 +38,7 @@
 #include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
+#include "storage/commit_probe.h"
 #include "storage/document_store.h"
 #include "util/atomic_file.h"
 #include "util/logging.h"
@@ -160,6 +161,8 @@ int Run(const DaemonConfig& config) {
   // Before the server: an import's last callbacks may run as its
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
+  // Before the store, which reports its group commits until it closes.
+  CommitProbe commit_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
@@ -182,7 +185,7 @@ int Run(const DaemonConfig& config) {
 
   // The store and processors feed the metrics' histograms.
   StoreOptions store_options = config.store;
-  store_options.on_group_commit = metrics.GroupCommitObserver();
+  store_options.on_group_commit = commit_probe.Observer();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
   if (!opened.ok()) {
     FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "

@@ -1,6 +1,6 @@
 // MetricsServer: the Prometheus registry of the daemon, the metrics fed
-// from hot paths (group commits, commit-to-view latency, parked long
-// polls), and the pull exposer serving /metrics on metrics.listen
+// from hot paths (commit-to-view latency, parked long polls), and the pull
+// exposer serving /metrics on metrics.listen
 // (docs/metrics.md): CivetWeb with two serving threads, no keep-alive, and a
 // request timeout, so that a client that sends or reads nothing holds a
 // thread for that long at most.
@@ -32,8 +32,6 @@ class MetricsServer {
 
   prometheus::Registry& registry() { return *registry_; }
 
-  // StoreOptions::on_group_commit.
-  std::function<void(size_t requests, double seconds)> GroupCommitObserver();
   // ProcessorManager::Create's on_view_committed.
   std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
   // ApiRouter::Options::polls_waiting.
@@ -59,8 +57,6 @@ class MetricsServer {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Histogram& group_requests_;
-  prometheus::Histogram& commit_seconds_;
   prometheus::Family<prometheus::Histogram>& view_seconds_;
   prometheus::Gauge& polls_waiting_;
   std::unique_ptr<prometheus::Exposer> exposer_;
