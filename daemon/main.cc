@@ -38,6 +38,7 @@
 #include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
+#include "processors/view_commit_probe.h"
 #include "storage/commit_probe.h"
 #include "storage/document_store.h"
 #include "util/atomic_file.h"
@@ -161,8 +162,9 @@ int Run(const DaemonConfig& config) {
   // Before the server: an import's last callbacks may run as its
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
-  // Before the store, which reports its group commits until it closes.
+  // Before the store and the processors, which report to them until they go.
   CommitProbe commit_probe(metrics.registry());
+  ViewCommitProbe view_commit_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
@@ -250,7 +252,7 @@ int Run(const DaemonConfig& config) {
     std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
     auto created =
         ProcessorManager::Create(store.get(), settings, bootstrap.has_value(),
-                                 config.processors_max_admin_tasks, metrics.ViewCommitObserver());
+                                 config.processors_max_admin_tasks, view_commit_probe.Observer());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
       return kExitBadConfig;

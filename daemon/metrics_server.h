@@ -1,6 +1,6 @@
 // MetricsServer: the Prometheus registry of the daemon, the metrics fed
-// from hot paths (commit-to-view latency, parked long polls), and the pull
-// exposer serving /metrics on metrics.listen
+// from hot paths (parked long polls), and the pull exposer serving /metrics
+// on metrics.listen
 // (docs/metrics.md): CivetWeb with two serving threads, no keep-alive, and a
 // request timeout, so that a client that sends or reads nothing holds a
 // thread for that long at most.
@@ -32,8 +32,6 @@ class MetricsServer {
 
   prometheus::Registry& registry() { return *registry_; }
 
-  // ProcessorManager::Create's on_view_committed.
-  std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
   // ApiRouter::Options::polls_waiting.
   prometheus::Gauge* PollsWaitingGauge() { return &polls_waiting_; }
 
@@ -57,7 +55,6 @@ class MetricsServer {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Histogram>& view_seconds_;
   prometheus::Gauge& polls_waiting_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };

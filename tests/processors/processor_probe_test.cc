@@ -1,6 +1,7 @@
-// ProcessorProbe: a scrape reports each instance's status, the admin tasks
-// and the jobs under the names, types and labels of docs/metrics.md
-// ("Processors").
+// The processors' probes: ProcessorProbe reports each instance's status,
+// the admin tasks and the jobs, ViewCommitProbe the instances'
+// commit-to-view latencies, under the names, types, labels and buckets of
+// docs/metrics.md ("Processors").
 #include "processors/processor_probe.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +10,14 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "processors/view_commit_probe.h"
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
 
@@ -68,6 +72,27 @@ class ProcessorProbeTest : public ::testing::Test {
     ASSERT_TRUE(store_->Write({container, pk, {op}}).status.ok());
   }
 
+  // Until every instance of `manager` has applied the head (their view
+  // writes move it).
+  void WaitApplied(const ProcessorManager& manager) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (bool behind = true; behind;) {
+      behind = false;
+      for (const auto& instance : manager.instances()) {
+        behind |= instance->GetStatus().applied_lsn < store_->HeadLsn();
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the processors stay behind";
+      if (behind) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  void CreateUserAndPost() {
+    Create("users", R"({"id":"u1","userId":"u1","type":"user","username":"alice"})");
+    Create("posts", R"({"id":"p1","postId":"p1","type":"post","userId":"u1","username":"alice",)"
+                    R"("content":"x","creationDate":"2026-01-01T00:00:00.000Z",)"
+                    R"("commentCount":0,"likeCount":0})");
+  }
+
   std::string dir_;
   std::unique_ptr<DocumentStore> store_;
 };
@@ -77,20 +102,8 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
       ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_TRUE((*manager)->Start().ok());
-  Create("users", R"({"id":"u1","userId":"u1","type":"user","username":"alice"})");
-  Create("posts", R"({"id":"p1","postId":"p1","type":"post","userId":"u1","username":"alice",)"
-                  R"("content":"x","creationDate":"2026-01-01T00:00:00.000Z",)"
-                  R"("commentCount":0,"likeCount":0})");
-  // Until every instance has applied the head (their view writes move it).
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (bool behind = true; behind;) {
-    behind = false;
-    for (const auto& instance : (*manager)->instances()) {
-      behind |= instance->GetStatus().applied_lsn < store_->HeadLsn();
-    }
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the processors stay behind";
-    if (behind) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateUserAndPost());
+  ASSERT_NO_FATAL_FAILURE(WaitApplied(**manager));
   (*manager)->Stop();  // the statuses hold still from here
 
   const std::vector<MetricFamily> f = ProcessorProbe(manager->get()).Collect();
@@ -144,6 +157,47 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
           << type << " " << state;
     }
   }
+}
+
+TEST_F(ProcessorProbeTest, ViewCommitsLandInTheirProcessorsHistogram) {
+  prometheus::Registry registry;
+  ViewCommitProbe probe(registry);
+  auto manager = ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false,
+                                          2, probe.Observer());
+  ASSERT_TRUE(manager.ok()) << manager.status().ToString();
+  ASSERT_TRUE((*manager)->Start().ok());
+  ASSERT_NO_FATAL_FAILURE(CreateUserAndPost());
+  ASSERT_NO_FATAL_FAILURE(WaitApplied(**manager));
+  (*manager)->Stop();
+
+  const std::vector<double> documented = {0.001, 0.0025,
+                                          0.005, 0.01,
+                                          0.015, 0.02,
+                                          0.025, 0.03,
+                                          0.04,  0.05,
+                                          0.06,  0.075,
+                                          0.1,   0.15,
+                                          0.25,  0.5,
+                                          1,     2.5,
+                                          5,     10,
+                                          30,    std::numeric_limits<double>::infinity()};
+  std::map<std::string, uint64_t> observed;  // processor -> commits observed
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "feedd_processor_commit_to_view_seconds") continue;
+    EXPECT_EQ(family.type, MetricType::Histogram);
+    for (const auto& m : family.metric) {
+      ASSERT_EQ(m.label.size(), 1u);
+      EXPECT_EQ(m.label[0].name, "processor");
+      std::vector<double> bounds;
+      for (const auto& b : m.histogram.bucket) bounds.push_back(b.upper_bound);
+      EXPECT_EQ(bounds, documented) << m.label[0].value;
+      observed[m.label[0].value] = m.histogram.sample_count;
+    }
+  }
+  // The post is copied into user_posts and feed; usernames had no post to
+  // write when the user came.
+  EXPECT_GE(observed["user_posts"], 1u);
+  EXPECT_GE(observed["feed"], 1u);
 }
 
 }  // namespace
