@@ -28,6 +28,7 @@
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
+#include "daemon/long_poll_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -162,9 +163,11 @@ int Run(const DaemonConfig& config) {
   // Before the server: an import's last callbacks may run as its
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
-  // Before the store and the processors, which report to them until they go.
+  // Before the store, the processors and the router, which report to them
+  // until they go.
   CommitProbe commit_probe(metrics.registry());
   ViewCommitProbe view_commit_probe(metrics.registry());
+  LongPollProbe long_poll_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
@@ -273,7 +276,7 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
-  router_options.polls_waiting = metrics.PollsWaitingGauge();
+  router_options.polls_waiting = long_poll_probe.waiting();
   router_options.import_limits.batch_bytes = config.import_batch_bytes;
   router_options.import_limits.sync_bytes = config.import_sync_bytes;
   router_options.import_limits.max_item_bytes = config.store.max_item_bytes;

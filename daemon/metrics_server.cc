@@ -46,13 +46,7 @@ std::string ListenError(const HostPort& listen) {
 
 }  // namespace
 
-MetricsServer::MetricsServer()
-    : registry_(std::make_shared<prometheus::Registry>()),
-      polls_waiting_(prometheus::BuildGauge()
-                         .Name("feedd_feed_long_polls_waiting")
-                         .Help("GET /v1/changefeed long polls parked, waiting for a change")
-                         .Register(*registry_)
-                         .Add({})) {}
+MetricsServer::MetricsServer() : registry_(std::make_shared<prometheus::Registry>()) {}
 
 MetricsServer::~MetricsServer() = default;
 
