@@ -674,8 +674,8 @@ std::string Wrap(std::string_view text, size_t indent, size_t width = 79) {
 const char* const kExitAndEnvironment =
     "Exit status:\n"
     "  0    the command succeeded\n"
-    "  1    the daemon refused the call (an error answer), a rebuild or verify\n"
-    "       job failed or was cancelled, or verify found a difference\n"
+    "  1    the daemon refused the call (an error answer), a job failed or was\n"
+    "       cancelled, verify found a difference, or an import line failed\n"
     "  2    usage error: unknown command or option, wrong operands, bad address\n"
     "  3    the daemon could not be reached (no connection, timeout)\n"
     "\n"
@@ -685,7 +685,7 @@ const char* const kExitAndEnvironment =
 std::string MainHelp() {
   std::ostringstream out;
   out << "Usage: feedctl [OPTION]... COMMAND [ARG]...\n"
-         "Inspect and control a running feedd: its processors, and bulk imports.\n"
+         "Inspect and control a running feedd: its processors, jobs and bulk imports.\n"
          "\n"
          "Commands:\n";
   for (const Command& c : kCommands) {
