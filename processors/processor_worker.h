@@ -35,24 +35,20 @@
 //   Start() and Stop() are called by one thread; GetStatus() from any.
 //
 // Ownership
-//   Owns the kind, the Kafka consumer and its HTTP clients.
+//   Owns the kind, the change source (the Kafka consumer) and its HTTP
+//   clients.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "processors/kafka_partitioned_change_source.h"
+#include "processors/partitioned_change_source.h"
 #include "processors/processor_instance.h"
 #include "util/http_client.h"
 
 namespace feedd {
-
-// The worker's Kafka consumer.
-struct KafkaConsumerConfig {
-  std::string bootstrap;
-  std::string topic_prefix = "feedd.";
-  std::map<std::string, std::string> properties;  // kafka.<property> pass-through
-};
 
 struct WorkerOptions {
   std::string api;                  // HOST:PORT of the daemon's HTTP API
@@ -87,11 +83,18 @@ struct WorkerStatus {
 
 class ProcessorWorker {
  public:
-  // Fails (invalid_request) for a kind that is not Distributable.
+  // Fails (invalid_request) for a kind that is not Distributable. The
+  // worker consumes Kafka (options.kafka).
   static Result<std::unique_ptr<ProcessorWorker>> Create(ProcessorConfig config,
                                                          std::unique_ptr<ProcessorKind> kind,
                                                          std::vector<ContainerSpec> containers,
                                                          WorkerOptions options);
+  // The same, taking its changes from `source` (options.kafka.topic_prefix
+  // still names the topics).
+  static Result<std::unique_ptr<ProcessorWorker>> Create(
+      ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+      std::vector<ContainerSpec> containers, WorkerOptions options,
+      std::unique_ptr<PartitionedChangeSource> source);
   ~ProcessorWorker();
 
   Status Start();
