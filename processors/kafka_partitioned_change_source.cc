@@ -61,6 +61,7 @@ class KafkaPartitionedChangeSource final : public PartitionedChangeSource {
     listener_ = listener;
     rd_kafka_conf_set_opaque(conf->get(), this);
     rd_kafka_conf_set_rebalance_cb(conf->get(), &RebalanceCallback);
+    rd_kafka_conf_set_offset_commit_cb(conf->get(), &CommitCallback);
     char err[512];
     consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
     if (consumer_ == nullptr) {
@@ -86,6 +87,11 @@ class KafkaPartitionedChangeSource final : public PartitionedChangeSource {
 
   Status Poll(std::chrono::milliseconds wait, std::optional<ConsumedMessage>* out) override {
     out->reset();
+    if (!commit_failure_.empty()) {
+      Status failed(ErrorCode::kUnavailable, std::move(commit_failure_));
+      commit_failure_.clear();
+      return failed;
+    }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, static_cast<int>(wait.count()));
     if (m == nullptr) return Status::Ok();
     std::unique_ptr<rd_kafka_message_t, decltype(&rd_kafka_message_destroy)> owned(
@@ -175,6 +181,20 @@ class KafkaPartitionedChangeSource final : public PartitionedChangeSource {
     }
   }
 
+  // The result of a commit, served inside Poll() (an asynchronous one's
+  // only report); the failure is returned by the next Poll().
+  static void CommitCallback(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+    auto* self = static_cast<KafkaPartitionedChangeSource*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets != nullptr) {
+      for (int i = 0; i < offsets->cnt && err == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+        err = offsets->elems[i].err;
+      }
+    }
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+    self->commit_failure_ = std::string("committing offsets: ") + rd_kafka_err2str(err);
+  }
+
   void Assign(const rd_kafka_topic_partition_list_t* partitions, bool cooperative) {
     // Where this group stands: the committed offsets and their metadata.
     PartitionList committed(rd_kafka_topic_partition_list_copy(partitions),
@@ -218,6 +238,7 @@ class KafkaPartitionedChangeSource final : public PartitionedChangeSource {
   const std::string group_id_, client_id_;
   PartitionListener* listener_ = nullptr;
   rd_kafka_t* consumer_ = nullptr;
+  std::string commit_failure_;  // the polling thread's
 };
 
 }  // namespace

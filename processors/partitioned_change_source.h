@@ -87,7 +87,8 @@ class PartitionedChangeSource {
   // when none came). Not OK when the consumer reports an error (the end of
   // a partition is none); *out is then nullopt and polling may go on.
   virtual Status Poll(std::chrono::milliseconds wait, std::optional<ConsumedMessage>* out) = 0;
-  // `sync`: returns when the group has recorded them; otherwise at once.
+  // `sync`: returns when the group has recorded them; otherwise at once,
+  // and a failure is returned by a later Poll().
   virtual Status Commit(const std::vector<CommittedPosition>& positions, bool sync) = 0;
   // The number of partitions of `topic`.
   virtual Result<int32_t> PartitionCount(const std::string& topic) = 0;
