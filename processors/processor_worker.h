@@ -5,7 +5,9 @@
 //   The worker joins the instance's Kafka consumer group
 //   (feedd-processor-<name>, the group the in-daemon instance would use), so
 //   the partitions of the source topics are shared among all the workers of
-//   the instance and move to the survivors when one leaves or dies. Changes
+//   the instance and move to the survivors when one leaves or dies. It
+//   reaches the group through a PartitionedChangeSource (the Kafka consumer,
+//   kafka_partitioned_change_source.h; tests give it a fake). Changes
 //   are applied by a KeyedApplier through HttpViewContexts: reads and writes
 //   go to the daemon's HTTP API, copies carry their source's LSN
 //   ("sourceLsn"), so a late write of an older version never wins.
