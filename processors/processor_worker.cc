@@ -11,6 +11,7 @@
 
 #include "feed/kafka_message.h"
 #include "feed/message_headers.h"
+#include "processors/applied_offsets.h"
 #include "processors/http_view_context.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
@@ -105,7 +106,8 @@ class ProcessorWorker::Impl final : public PartitionListener {
       s.in_flight = positions_.size();
       bool first = true;  // the lowest over the partitions
       for (const auto& [key, part] : partitions_) {
-        s.resolved_lsn = first ? part.resolved : std::min(s.resolved_lsn, part.resolved);
+        const Lsn resolved = part.offsets.resolved();
+        s.resolved_lsn = first ? resolved : std::min(s.resolved_lsn, resolved);
         first = false;
       }
     }
@@ -123,24 +125,15 @@ class ProcessorWorker::Impl final : public PartitionListener {
   }
 
  private:
-  struct Pending {
-    bool done = false;
-    Lsn lsn = 0;
-    Lsn resolved = 0;  // a resolved marker's LSN (docs/kafka.md)
-  };
   struct Partition {
-    std::map<int64_t, Pending> offsets;  // received, in offset order
     // The offset the next message should have, and the LSN of the last
     // message before it (from the committed offset's metadata on assignment).
     int64_t expected_offset = 0;
     Lsn last_lsn = 0;
-    Lsn skip_through = 0;     // applied from the durable feed up to here
-    bool progressed = false;  // offsets to commit
-    int64_t commit_offset = -1;
-    Lsn commit_lsn = 0;
-    // The highest resolved marker this worker has passed with everything
-    // before it applied or parked: every change of the partition up to it.
-    Lsn resolved = 0;
+    Lsn skip_through = 0;  // applied from the durable feed up to here
+    // Received since the assignment; its resolved() is the highest marker
+    // passed with everything before it applied or parked (docs/kafka.md).
+    AppliedOffsets offsets;
   };
   struct Position {
     TopicPartition partition;
@@ -211,10 +204,7 @@ class ProcessorWorker::Impl final : public PartitionListener {
     if (it == positions_.end()) return;
     if (it->second.offset >= 0) {
       auto part = partitions_.find(it->second.partition);
-      if (part != partitions_.end()) {
-        auto pending = part->second.offsets.find(it->second.offset);
-        if (pending != part->second.offsets.end()) pending->second.done = true;
-      }
+      if (part != partitions_.end()) part->second.offsets.Settle(it->second.offset);
     }
     positions_.erase(it);
     drained_.notify_all();
@@ -276,15 +266,13 @@ class ProcessorWorker::Impl final : public PartitionListener {
     }
     part->second.expected_offset = m.offset + 1;
     if (lsn != 0) part->second.last_lsn = lsn;
-    Pending& pending = part->second.offsets[m.offset];
-    pending.lsn = lsn;
-    pending.resolved = m.resolved;
+    part->second.offsets.Receive(m.offset, lsn, m.resolved);
     // Nothing to apply: a tombstone, a resolved marker (no feedd-lsn
     // header), another kind of message, a change already applied from the
     // durable feed, or a duplicate in flight. Its offset is settled at once,
     // so offsets are committed past it.
     if (!change || lsn <= part->second.skip_through || positions_.count(lsn) != 0) {
-      pending.done = true;
+      part->second.offsets.Settle(m.offset);
       return;
     }
     positions_[lsn] = Position{key, m.offset};
@@ -317,17 +305,9 @@ class ProcessorWorker::Impl final : public PartitionListener {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [key, part] : partitions_) {
-        auto& offsets = part.offsets;
-        while (!offsets.empty() && offsets.begin()->second.done) {
-          part.commit_offset = offsets.begin()->first + 1;
-          if (offsets.begin()->second.lsn != 0) part.commit_lsn = offsets.begin()->second.lsn;
-          part.resolved = std::max(part.resolved, offsets.begin()->second.resolved);
-          offsets.erase(offsets.begin());
-          part.progressed = true;
+        if (std::optional<AppliedOffsets::Position> moved = part.offsets.TakeCommit()) {
+          commits.push_back({key, moved->offset, std::to_string(moved->lsn)});
         }
-        if (!part.progressed) continue;
-        part.progressed = false;
-        commits.push_back({key, part.commit_offset, std::to_string(part.commit_lsn)});
       }
     }
     if (Status s = source_->Commit(commits, sync); !s.ok()) SetError(s.message());
@@ -342,9 +322,7 @@ class ProcessorWorker::Impl final : public PartitionListener {
     auto busy = [&] {
       for (const auto& [key, part] : partitions_) {
         if (!which(key)) continue;
-        for (const auto& [offset, pending] : part.offsets) {
-          if (!pending.done) return true;
-        }
+        if (part.offsets.Busy()) return true;
       }
       return false;
     };
@@ -366,8 +344,9 @@ class ProcessorWorker::Impl final : public PartitionListener {
         if (position.offset >= 0) {
           part.expected_offset = position.offset;
           part.last_lsn = ParseLsn(position.metadata);
+          part.offsets = AppliedOffsets(part.last_lsn);
         }
-        partitions_[position.partition] = part;
+        partitions_[position.partition] = std::move(part);
       }
     }
     FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << positions.size()

@@ -13,13 +13,12 @@
 //   ("sourceLsn"), so a late write of an older version never wins.
 //
 //   Offsets follow applied order: per partition, the committed offset is the
-//   first change not yet applied or parked (its metadata holds the LSN of the last
-//   applied one). A worker that dies hands over its partitions from there,
-//   and the new owner applies again what was in flight - harmless, because
-//   kinds are level-triggered and copies are conditioned on their source
-//   LSN. A change that keeps failing is parked (with the later changes of
-//   its key) and counts as applied for the offsets, so its partition's
-//   offset moves on; the worker keeps it in memory only (logged, counted in
+//   first change not yet applied or parked (AppliedOffsets; its metadata
+//   holds the LSN of the last applied one). A worker that dies hands over its partitions from
+//   there, and the new owner applies again what was in flight - harmless, because kinds are
+//   level-triggered and copies are conditioned on their source LSN. A change that keeps failing is
+//   parked (with the later changes of its key) and counts as applied for the offsets, so its
+//   partition's offset moves on; the worker keeps it in memory only (logged, counted in
 //   GetStatus().parked): a restart forgets it (Stop() logs what it forgets).
 //
 //   Behind retention: offsets are contiguous, so when the next message of a

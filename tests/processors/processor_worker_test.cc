@@ -343,6 +343,22 @@ TEST_F(ProcessorWorkerTest, MessagesThatAreNoChangeArePassedOverAndTheirOffsetsC
   EXPECT_EQ(status.last_error, "kafka: broker down");
 }
 
+TEST_F(ProcessorWorkerTest, ACommitOfMarkersOnlyKeepsTheLsnOfThePartition) {
+  // The group stands at offset 1, LSN 1; then only a resolved marker comes.
+  group_->Append(ChangeMessage(kP0, 1, "k"));
+  group_->committed[kP0] = {kP0, 1, "1"};
+  ConsumedMessage marker;
+  marker.at = kP0;
+  marker.payload = R"({"resolved":1})";
+  marker.resolved = 1;
+  group_->Append(marker);
+  Member a = Join();
+  a.source->Assign({kP0});
+  ASSERT_TRUE(CommittedReaches(kP0, 2));
+  // The LSN a catch-up from the durable feed would start after.
+  EXPECT_EQ(group_->Committed(kP0).metadata, "1");
+}
+
 TEST_F(ProcessorWorkerTest, ARefusedAssignmentIsCountedAndNotHeld) {
   Member a = Join();
   a.source->RefuseAssign({kP0});
