@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "feed/embedded_broker.h"
@@ -24,6 +25,8 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(30);
 constexpr int kOffsetCommitApiKey = 8;  // Kafka's OffsetCommit request
+const std::string kContainer = "posts";
+const std::string kOp = "replace";
 
 // Records what the source reports (on the polling thread).
 struct Recorder final : PartitionListener {
@@ -71,15 +74,30 @@ class KafkaPartitionedChangeSourceTest : public ::testing::Test {
               RD_KAFKA_CONF_OK);
     rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     ASSERT_NE(producer, nullptr) << err;
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        producer, RD_KAFKA_V_TOPIC("feedd.posts"), RD_KAFKA_V_PARTITION(partition),
-        RD_KAFKA_V_KEY(key.data(), key.size()),
-        RD_KAFKA_V_VALUE(value.empty() ? nullptr : const_cast<char*>(value.data()), value.size()),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADER("feedd-lsn", lsn.c_str(), -1),
-        RD_KAFKA_V_HEADER("feedd-container", "posts", -1),
-        RD_KAFKA_V_HEADER("feedd-id", ("i" + lsn).c_str(), -1),
-        RD_KAFKA_V_HEADER("feedd-op", "replace", -1), RD_KAFKA_V_END);
-    EXPECT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
+    const std::string id = "i" + lsn;
+    std::vector<rd_kafka_vu_t> args(9);
+    args[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+    args[0].u.cstr = "feedd.posts";
+    args[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+    args[1].u.i32 = partition;
+    args[2].vtype = RD_KAFKA_VTYPE_KEY;
+    args[2].u.mem = {const_cast<char*>(key.data()), key.size()};
+    args[3].vtype = RD_KAFKA_VTYPE_VALUE;  // a null payload: a tombstone
+    args[3].u.mem = {value.empty() ? nullptr : const_cast<char*>(value.data()), value.size()};
+    args[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    args[4].u.i = RD_KAFKA_MSG_F_COPY;
+    const std::pair<const char*, const std::string*> headers[] = {{"feedd-lsn", &lsn},
+                                                                  {"feedd-container", &kContainer},
+                                                                  {"feedd-id", &id},
+                                                                  {"feedd-op", &kOp}};
+    for (size_t i = 0; i < 4; ++i) {
+      args[5 + i].vtype = RD_KAFKA_VTYPE_HEADER;
+      args[5 + i].u.header = {headers[i].first, headers[i].second->data(),
+                              static_cast<ssize_t>(headers[i].second->size())};
+    }
+    rd_kafka_error_t* error = rd_kafka_produceva(producer, args.data(), args.size());
+    EXPECT_EQ(error, nullptr) << rd_kafka_error_string(error);
+    if (error != nullptr) rd_kafka_error_destroy(error);
     EXPECT_EQ(rd_kafka_flush(producer, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_destroy(producer);
   }
