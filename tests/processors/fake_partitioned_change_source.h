@@ -11,7 +11,8 @@
 // committed offset (offset 0 when none). Close() revokes what the source
 // still holds, as leaving a group does.
 //
-// Thread-safety: every method of both is thread-safe.
+// Thread-safety: every method of both is thread-safe, except the
+// accessors that say they are read under FakeGroup::mutex.
 #pragma once
 
 #include <chrono>
