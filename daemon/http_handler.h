@@ -51,8 +51,10 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::vector<HttpHeader> headers;  // besides Content-Type/Length, Connection
-  std::string body;                 // JSON; must be empty for 204
+  // Besides Content-Length and Connection; without a Content-Type the body
+  // is sent as application/json.
+  std::vector<HttpHeader> headers;
+  std::string body;  // must be empty for 204
 };
 
 // Implemented by the server's connection; both may be called from any thread.

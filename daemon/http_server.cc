@@ -65,7 +65,7 @@ struct ServerState {
   size_t max_connections = 0;
   size_t max_buffered_bytes = 0;
   bool screen_heads = false;
-  std::chrono::seconds idle_timeout{0};
+  std::chrono::milliseconds idle_timeout{0};
   std::atomic<size_t> connections{0};     // incremented on the acceptor's strand only
   std::atomic<size_t> buffered_bytes{0};  // <= max_buffered_bytes
   std::atomic<bool> stopping{false};      // answer in-flight requests, then close
@@ -473,7 +473,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     for (HttpHeader& header : response.headers) message->set(header.name, header.value);
     if (response.status == 204) {
       response.body.clear();
-    } else {
+    } else if (message->find(http::field::content_type) == message->end()) {
       message->set(http::field::content_type, "application/json");
     }
     message->body() = std::move(response.body);

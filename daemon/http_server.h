@@ -97,7 +97,7 @@ struct HttpServerOptions {
   size_t max_request_bytes = 8 * 1024 * 1024;
   size_t max_connections = 512;
   size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
-  std::chrono::seconds idle_timeout{60};
+  std::chrono::milliseconds idle_timeout{60000};
   std::chrono::seconds shutdown_grace{10};
   // Ask the handler to screen each request head (HttpHandler::Screen) before
   // reading its body: set when authentication is on, so that a client

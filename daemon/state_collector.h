@@ -7,7 +7,7 @@
 // each source is read through its own thread-safe accessor.
 // Ownership: borrows the store, publisher and processors (either may be
 // null); they must outlive the registry's use of the collector (stop the
-// metrics exposer first).
+// metrics server first).
 #pragma once
 
 #include <prometheus/collectable.h>
