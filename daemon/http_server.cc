@@ -682,7 +682,7 @@ class HttpServer::Impl {
 
  private:
   void RunThread(uint32_t index) {
-    SetThreadName("feedd-http-" + std::to_string(index));
+    SetThreadName(options_.thread_name + "-" + std::to_string(index));
     while (true) {
       try {
         ioc_.run();

@@ -107,6 +107,8 @@ struct HttpServerOptions {
   std::optional<TlsServerFiles> tls;
   // Not owned; nullptr reports nothing. Must outlive the server.
   HttpServerObserver* observer = nullptr;
+  // The I/O threads are named <thread_name>-<i> (at most 15 characters).
+  std::string thread_name = "feedd-http";
 };
 
 class HttpServer {

@@ -182,6 +182,7 @@ Result<std::string> MetricsServer::Start(Options options) {
   http.shutdown_grace = kShutdownGrace;
   http.tls = std::move(options.tls);
   http.observer = observer_.get();
+  http.thread_name = "feedd-metrics";
   handler_->SetAuth(std::move(options.auth));
   auto server = std::make_unique<HttpServer>(std::move(http));
   if (Status s = server->Start(handler_.get()); !s.ok()) {
