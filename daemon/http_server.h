@@ -10,7 +10,9 @@
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread. With
 //   screen_heads the handler's Screen() sees the head first and may refuse
-//   the request before its body is read.
+//   the request before its body is read; the admission it may set on the
+//   head (HttpRequest::admission) goes with the request to StreamBody() and
+//   Handle().
 //   A connection idle for idle_timeout is closed.
 //   When the handler's StreamBody() returns a BodyStream for a request head,
 //   the body is not buffered: it is read in pieces of at most 64 KiB, each
