@@ -28,6 +28,7 @@
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
+#include "daemon/long_poll_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -38,6 +39,8 @@
 #include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
+#include "processors/view_commit_probe.h"
+#include "storage/commit_probe.h"
 #include "storage/document_store.h"
 #include "util/atomic_file.h"
 #include "util/logging.h"
@@ -172,6 +175,11 @@ int Run(const DaemonConfig& config) {
   // Before the server: an import's last callbacks may run as its
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
+  // Before the store, the processors and the router, which report to them
+  // until they go.
+  CommitProbe commit_probe(metrics.registry());
+  ViewCommitProbe view_commit_probe(metrics.registry());
+  LongPollProbe long_poll_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
@@ -195,7 +203,7 @@ int Run(const DaemonConfig& config) {
 
   // The store and processors feed the metrics' histograms.
   StoreOptions store_options = config.store;
-  store_options.on_group_commit = metrics.GroupCommitObserver();
+  store_options.on_group_commit = commit_probe.Observer();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
   if (!opened.ok()) {
     FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
@@ -260,7 +268,7 @@ int Run(const DaemonConfig& config) {
     std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
     auto created =
         ProcessorManager::Create(store.get(), settings, bootstrap.has_value(),
-                                 config.processors_max_admin_tasks, metrics.ViewCommitObserver());
+                                 config.processors_max_admin_tasks, view_commit_probe.Observer());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
       return kExitBadConfig;
@@ -281,7 +289,7 @@ int Run(const DaemonConfig& config) {
   router_options.feed_max_page_bytes = config.feed_max_page_bytes;
   router_options.query_threads = config.query_threads;
   router_options.query_max_queued = config.query_max_queued;
-  router_options.polls_waiting = metrics.PollsWaitingGauge();
+  router_options.polls_waiting = long_poll_probe.waiting();
   router_options.import_limits.batch_bytes = config.import_batch_bytes;
   router_options.import_limits.sync_bytes = config.import_sync_bytes;
   router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
@@ -331,8 +339,7 @@ int Run(const DaemonConfig& config) {
                                                                         : " (HTTPS, mTLS)");
 
   // The metrics server holds collectables weakly: this one lives until the end.
-  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
-                                                config.store.data_dir);
+  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get());
   metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on "
                            << (config.metrics_tls_cert_file.empty() ? "http://" : "https://")

@@ -1,6 +1,6 @@
-// MetricsServer: the Prometheus registry of the daemon (or of feedd worker),
-// the metrics fed from hot paths (group commits, commit-to-view latency,
-// parked long polls), and the port serving them (docs/metrics.md).
+// MetricsServer: the Prometheus registry in which the modules' probes
+// register their families (docs/metrics.md), and the port serving it on
+// metrics.listen (or worker.metrics_listen).
 //
 // Serving: feedd's own HttpServer (http_server.h), so the metrics port has
 // the API's TLS (MetricsServerOptions::tls: HTTPS, mTLS, ReloadTls on
@@ -12,15 +12,13 @@
 // feedd_metrics_connections_rejected_total{reason="max_connections"}, as
 // are failed TLS handshakes), no request body.
 //
-// Thread-safety: the observer functions may be called from any thread; Start,
+// Thread-safety: the registry may be used from any thread; Start,
 // AddCollectable, ReloadTls and Stop from the controlling thread.
 // Ownership: owns the registry and the server; holds added collectables
 // weakly (the caller keeps them alive until Stop()).
 #pragma once
 
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
+#include <prometheus/collectable.h>
 #include <prometheus/registry.h>
 
 #include <chrono>
@@ -65,13 +63,6 @@ class MetricsServer {
 
   prometheus::Registry& registry() { return *registry_; }
 
-  // StoreOptions::on_group_commit.
-  std::function<void(size_t requests, double seconds)> GroupCommitObserver();
-  // ProcessorManager::Create's on_view_committed.
-  std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
-  // ApiRouter::Options::polls_waiting.
-  prometheus::Gauge* PollsWaitingGauge() { return &polls_waiting_; }
-
   // Binds options.listen and serves there; returns the bound HOST:PORT.
   // Fails with `unavailable` naming the cause (e.g. "Address already in
   // use"), or invalid_request when the TLS files do not load. Called before
@@ -92,10 +83,6 @@ class MetricsServer {
   class Observer;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Histogram& group_requests_;
-  prometheus::Histogram& commit_seconds_;
-  prometheus::Family<prometheus::Histogram>& view_seconds_;
-  prometheus::Gauge& polls_waiting_;
   std::unique_ptr<Observer> observer_;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<HttpServer> server_;
