@@ -28,6 +28,7 @@
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
+#include "daemon/import_spool.h"
 #include "daemon/long_poll_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
@@ -281,6 +282,31 @@ int Run(const DaemonConfig& config) {
     }
   }
 
+  // The jobs: the processors' registry, or the daemon's own when there are
+  // no processors (import jobs). Import jobs that were running when the
+  // daemon stopped are failed by the registry; their spools go here.
+  std::unique_ptr<JobRegistry> own_jobs;
+  if (!processors) {
+    auto opened = JobRegistry::Open(config.store.data_dir + "/" + ProcessorManager::kJobsFile,
+                                    config.store.clock);
+    if (!opened.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot open the jobs: " << opened.status().ToString();
+      return kExitStartupFailure;
+    }
+    own_jobs = std::move(*opened);
+  }
+  const std::string import_spool_dir = config.store.data_dir + "/" + kImportSpoolDir;
+  size_t stale_spools = 0;
+  if (Status s = ResetSpoolDirectory(import_spool_dir, &stale_spools); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot prepare the import spool: " << s.message();
+    if (processors) processors->Stop();
+    return kExitStartupFailure;
+  }
+  if (stale_spools > 0) {
+    FEEDD_LOG(kInfo, "main") << "removed " << stale_spools
+                             << " import spool(s) of jobs the restart failed";
+  }
+
   ApiRouter::Options router_options;
   router_options.publisher = publisher.get();
   router_options.embedded_broker = embedded;
@@ -295,6 +321,9 @@ int Run(const DaemonConfig& config) {
   router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
   router_options.import_max_concurrent = config.import_max_concurrent;
   router_options.import_probe = &import_probe;
+  router_options.import_spool_dir = import_spool_dir;
+  router_options.import_spool_max_bytes = config.import_spool_max_bytes;
+  router_options.jobs = processors ? &processors->jobs() : own_jobs.get();
   ApiRouter router(store.get(), router_options, http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
@@ -316,6 +345,7 @@ int Run(const DaemonConfig& config) {
     notifier.Stopping();  // STOPPING=1; joins the watchdog thread
     metrics.Stop();
     if (processors) processors->admin_tasks().Shutdown();
+    router.StopImportJobs();
     http.Stop();
     if (processors) processors->Stop();
     if (publisher) publisher->Stop();
