@@ -4,8 +4,10 @@ A CA, server and client certificates are made at test time with the
 `openssl` command (test_tls.py). Covered: a scrape over HTTPS with Python's
 ssl module and basic authentication (metrics.authenticate), a scrape without
 credentials refused, plain HTTP refused on the TLS metrics port and counted,
-a certificate rotated by SIGHUP seen on a new connection while a kept-alive
-connection goes on, a failed reload keeping the old pair, and mTLS
+a client that never starts the handshake dropped after
+metrics.request_timeout_ms, a certificate rotated by SIGHUP seen on a new
+connection while a kept-alive connection goes on, a failed reload keeping
+the old pair, and mTLS
 (metrics.tls_client_ca_file) refusing a scraper without a certificate and
 one whose certificate another CA signed.
 """
@@ -192,6 +194,14 @@ class MetricsHttpsTest(_MetricsTlsBase):
         self.assertNotIn(b"HTTP/1.1", answer)
         self.assertNotIn(b"feedd_", answer)
         wait_for(lambda: self.handshake_failures() == before + 1, "the refusal counted")
+
+    def test_a_client_that_never_starts_the_handshake_is_dropped(self):
+        # metrics.request_timeout_ms (3 s by default) bounds the handshake too.
+        before = self.handshake_failures()
+        host, _, port = self.address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            self.assertEqual(recv_all(s), b"")
+        wait_for(lambda: self.handshake_failures() == before + 1, "the dropped client counted")
 
     def test_certificate_rotated_by_sighup(self):
         kept = KeptConnection(self.address, self.context())
