@@ -57,9 +57,17 @@ bool AuthHandler::Authenticates(std::string_view name, std::string_view secret) 
   return ok;
 }
 
-std::optional<HttpResponse> AuthHandler::Refusal(const HttpRequest& request, Access access,
-                                                 const TokenEntry** token,
-                                                 std::shared_ptr<const TokenSet>* tokens) const {
+std::optional<HttpResponse> AuthHandler::Admit(const HttpRequest& request, Access access,
+                                               std::shared_ptr<const Admission>* admitted) const {
+  if (request.admission != nullptr && request.admission->tokens == tokens()) {
+    *admitted = request.admission;
+    return std::nullopt;
+  }
+  return Authenticate(request, access, admitted);
+}
+
+std::optional<HttpResponse> AuthHandler::Authenticate(
+    const HttpRequest& request, Access access, std::shared_ptr<const Admission>* admitted) const {
   std::optional<std::string_view> header = request.Header("Authorization");
   if (!header) {
     observer_->AuthFailed("missing");
@@ -76,34 +84,34 @@ std::optional<HttpResponse> AuthHandler::Refusal(const HttpRequest& request, Acc
         << ": malformed Authorization header";
     return Unauthorized(secret.status().message(), true);
   }
-  *tokens = this->tokens();
-  *token = (*tokens)->Find(*secret);
-  if (*token == nullptr) {
+  std::shared_ptr<const TokenSet> tokens = this->tokens();
+  const TokenEntry* token = tokens->Find(*secret);
+  if (token == nullptr) {
     observer_->AuthFailed("unknown_token");
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer << ": unknown token";
     return Unauthorized("the bearer token is not valid", true);
   }
-  if (!RoleAllows((*token)->role, access)) {
+  if (!RoleAllows(token->role, access)) {
     observer_->AuthFailed("forbidden");
     FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
         << "refused " << RequestLine(request) << " from " << request.peer << ": token "
-        << (*token)->name << " has role " << RoleName((*token)->role);
+        << token->name << " has role " << RoleName(token->role);
     return ErrorResponse(
-        Status(ErrorCode::kForbidden, "the token's role (" + std::string(RoleName((*token)->role)) +
+        Status(ErrorCode::kForbidden, "the token's role (" + std::string(RoleName(token->role)) +
                                           ") may not do this; it needs " +
                                           (access == Access::kAdmin ? "admin" : "write")));
   }
+  *admitted = std::make_shared<const Admission>(Admission{std::move(tokens), token});
   return std::nullopt;
 }
 
-std::optional<HttpResponse> AuthHandler::Screen(const HttpRequest& head) {
+std::optional<HttpResponse> AuthHandler::Screen(HttpRequest& head) {
   const Access access = access_of_(head.target, head.method);
-  if (access == Access::kOpen) return inner_->Screen(head);
-  const TokenEntry* token = nullptr;
-  std::shared_ptr<const TokenSet> tokens;
-  if (std::optional<HttpResponse> refusal = Refusal(head, access, &token, &tokens)) {
-    return refusal;
+  if (access != Access::kOpen) {
+    std::shared_ptr<const Admission> admitted;
+    if (std::optional<HttpResponse> refusal = Admit(head, access, &admitted)) return refusal;
+    head.admission = std::move(admitted);
   }
   return inner_->Screen(head);
 }
@@ -111,9 +119,8 @@ std::optional<HttpResponse> AuthHandler::Screen(const HttpRequest& head) {
 std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
   const Access access = access_of_(head.target, head.method);
   if (access != Access::kOpen) {
-    const TokenEntry* token = nullptr;
-    std::shared_ptr<const TokenSet> tokens;
-    if (Refusal(head, access, &token, &tokens)) return nullptr;
+    std::shared_ptr<const Admission> admitted;
+    if (Admit(head, access, &admitted)) return nullptr;
   }
   return inner_->StreamBody(head);
 }
@@ -121,14 +128,13 @@ std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
 void AuthHandler::Handle(HttpRequest request, Responder responder) {
   const Access access = access_of_(request.target, request.method);
   if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));
-  const TokenEntry* token = nullptr;
-  std::shared_ptr<const TokenSet> tokens;  // keeps `token` alive
-  if (std::optional<HttpResponse> refusal = Refusal(request, access, &token, &tokens)) {
+  std::shared_ptr<const Admission> admitted;
+  if (std::optional<HttpResponse> refusal = Admit(request, access, &admitted)) {
     return responder.Send(std::move(*refusal));
   }
   if (access == Access::kAdmin) {
-    FEEDD_LOG(kInfo, "audit") << RequestLine(request) << " by token " << token->name << " from "
-                              << request.peer;
+    FEEDD_LOG(kInfo, "audit") << RequestLine(request) << " by token " << admitted->token->name
+                              << " from " << request.peer;
   }
   inner_->Handle(std::move(request), std::move(responder));
 }

@@ -16,8 +16,14 @@
 // the same way, unthrottled.
 //
 // With HttpServerOptions::screen_heads the server calls Screen() with the
-// request head first, so a refused request's body is never read; Handle()
-// checks again (the tokens may have been reloaded in between).
+// request head first, so a refused request's body is never read. Screen()
+// authenticates once (one SHA-256, one role check) and sets the head's
+// Admission, which StreamBody() and Handle() of the same request take as
+// it is while the token set that admitted it is still the one loaded. When
+// a SIGHUP reload replaced the set between the head and the body (or the
+// request was not screened), they authenticate again against the new set:
+// a token removed by the reload is refused from then on, even for a request
+// whose head it had admitted (docs/security.md, "Making tokens").
 //
 // Thread-safety: Handle() and Screen() run on any I/O thread; SetTokens() may be called
 // from any thread (a SIGHUP reload) and takes effect for the next request.
@@ -34,6 +40,13 @@
 #include "daemon/http_handler.h"
 
 namespace feedd {
+
+// The token that admitted a request (HttpRequest::admission), and the set
+// it belongs to, kept alive with it.
+struct Admission {
+  std::shared_ptr<const TokenSet> tokens;
+  const TokenEntry* token = nullptr;  // in *tokens
+};
 
 class AuthObserver {
  public:
@@ -55,7 +68,7 @@ class AuthHandler : public HttpHandler {
   void Handle(HttpRequest request, Responder responder) override;
   // The same checks on the head alone, so that the server refuses before
   // reading a body (HttpServerOptions::screen_heads).
-  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
+  std::optional<HttpResponse> Screen(HttpRequest& head) override;
   // Only an admitted request's body is streamed; a refused one is left to
   // Handle(), which refuses it.
   std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
@@ -63,11 +76,14 @@ class AuthHandler : public HttpHandler {
 
  private:
   std::shared_ptr<const TokenSet> tokens() const;
-  // The answer refusing `request`, counted and logged, or nullopt with the
-  // token it carries (kept alive by `tokens`).
-  std::optional<HttpResponse> Refusal(const HttpRequest& request, Access access,
-                                      const TokenEntry** token,
-                                      std::shared_ptr<const TokenSet>* tokens) const;
+  // Admits `request`, which needs `access` (not kOpen): its admission when
+  // the set that gave it is still loaded, else a new one if its token may.
+  // Otherwise the answer refusing it, counted and logged.
+  std::optional<HttpResponse> Admit(const HttpRequest& request, Access access,
+                                    std::shared_ptr<const Admission>* admitted) const;
+  // Authenticates `request` against the loaded tokens.
+  std::optional<HttpResponse> Authenticate(const HttpRequest& request, Access access,
+                                           std::shared_ptr<const Admission>* admitted) const;
 
   HttpHandler* const inner_;
   const std::function<Access(std::string_view, HttpMethod)> access_of_;

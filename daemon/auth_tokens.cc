@@ -158,23 +158,80 @@ Result<std::vector<TokenEntry>> ParseTokensFile(std::string_view text) {
   return entries;
 }
 
-Result<std::string_view> ParseBearer(std::string_view header) {
-  constexpr std::string_view kScheme = "bearer";
-  auto malformed = [] {
-    return Status(ErrorCode::kInvalidRequest, "the Authorization header must be 'Bearer <token>'");
-  };
+namespace {
+
+// The token68 credentials of an Authorization header value `<scheme>
+// <token68>` (the scheme in any case, one or more blanks), or nullopt.
+std::optional<std::string_view> Credentials(std::string_view header, std::string_view scheme) {
   while (!header.empty() && IsBlank(header.front())) header.remove_prefix(1);
   while (!header.empty() && IsBlank(header.back())) header.remove_suffix(1);
-  if (header.size() <= kScheme.size() || !IsBlank(header[kScheme.size()])) return malformed();
-  for (size_t i = 0; i < kScheme.size(); ++i) {
+  if (header.size() <= scheme.size() || !IsBlank(header[scheme.size()])) return std::nullopt;
+  for (size_t i = 0; i < scheme.size(); ++i) {
     char c = header[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != kScheme[i]) return malformed();
+    if (c != scheme[i]) return std::nullopt;
   }
-  std::string_view secret = header.substr(kScheme.size());
-  while (!secret.empty() && IsBlank(secret.front())) secret.remove_prefix(1);
-  if (!IsToken68(secret)) return malformed();
-  return secret;
+  std::string_view credentials = header.substr(scheme.size());
+  while (!credentials.empty() && IsBlank(credentials.front())) credentials.remove_prefix(1);
+  if (!IsToken68(credentials)) return std::nullopt;
+  return credentials;
+}
+
+int Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// Standard base64 with padding (RFC 4648 4), canonical: unused bits of the
+// last group must be zero, so that one text decodes from one encoding only.
+std::optional<std::string> DecodeBase64(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
+  size_t padding = 0;
+  while (padding < 2 && text[text.size() - 1 - padding] == '=') ++padding;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t bits = 0;
+  int held = 0;
+  for (char c : text.substr(0, text.size() - padding)) {
+    int value = Base64Value(c);
+    if (value < 0) return std::nullopt;
+    bits = (bits << 6) | static_cast<uint32_t>(value);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      out.push_back(static_cast<char>((bits >> held) & 0xff));
+    }
+  }
+  if ((bits & ((1u << held) - 1)) != 0) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Result<std::string_view> ParseBearer(std::string_view header) {
+  std::optional<std::string_view> secret = Credentials(header, "bearer");
+  if (!secret) {
+    return Status(ErrorCode::kInvalidRequest, "the Authorization header must be 'Bearer <token>'");
+  }
+  return *secret;
+}
+
+Result<BasicCredentials> ParseBasic(std::string_view header) {
+  auto malformed = [] {
+    return Status(ErrorCode::kInvalidRequest,
+                  "the Authorization header must be 'Basic <base64 of NAME:SECRET>'");
+  };
+  std::optional<std::string_view> encoded = Credentials(header, "basic");
+  if (!encoded) return malformed();
+  std::optional<std::string> decoded = DecodeBase64(*encoded);
+  if (!decoded) return malformed();
+  size_t colon = decoded->find(':');
+  if (colon == std::string::npos) return malformed();
+  return BasicCredentials{decoded->substr(0, colon), decoded->substr(colon + 1)};
 }
 
 const TokenEntry* TokenSet::Find(std::string_view secret) const {

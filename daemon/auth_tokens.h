@@ -11,7 +11,8 @@
 // than its owner and group may read or write (mode & 0006).
 //
 // Clients send `Authorization: Bearer <secret>` (RFC 6750 2.1: the scheme
-// in any case, one or more spaces, a token68 secret). TokenSet::Find()
+// in any case, one or more spaces, a token68 secret); a Prometheus scrape
+// sends `Authorization: Basic ...` with a token's NAME and secret. TokenSet::Find()
 // hashes the presented secret and compares it with every digest in
 // constant time (CRYPTO_memcmp), so the time taken tells nothing about how
 // much of a secret matched.
@@ -64,6 +65,15 @@ Result<std::vector<TokenEntry>> ParseTokensFile(std::string_view text);
 // The secret of an Authorization header value, or invalid_request when it
 // is not `Bearer <token68>`. The view points into `header`.
 Result<std::string_view> ParseBearer(std::string_view header);
+
+// HTTP basic authentication (RFC 7617), the metrics port's: `Basic` (any
+// case), blanks, then canonical padded base64 of USER:PASSWORD; the user ends
+// at the first ':'. invalid_request when the header is not that.
+struct BasicCredentials {
+  std::string user;
+  std::string password;
+};
+Result<BasicCredentials> ParseBasic(std::string_view header);
 
 class TokenSet {
  public:

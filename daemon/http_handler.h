@@ -38,12 +38,20 @@ struct HttpHeader {
   std::string value;
 };
 
+// What a screening handler concluded from a request's head (AuthHandler:
+// the token that admitted it); defined by that handler (auth_handler.h).
+struct Admission;
+
 struct HttpRequest {
   HttpMethod method = HttpMethod::kGet;
   std::string target;  // origin-form, e.g. "/v1/changefeed?from=now"
   std::vector<HttpHeader> headers;
   std::string body;
   std::string peer;  // the client's address, HOST:PORT ("" when unknown)
+  // Set by HttpHandler::Screen() on a head it admitted; the server hands it
+  // to StreamBody() and Handle() of the same request, so that they need not
+  // check the head again. Null when nothing admitted the request.
+  std::shared_ptr<const Admission> admission;
 
   // The first header named `name` (ASCII case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
@@ -51,8 +59,10 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::vector<HttpHeader> headers;  // besides Content-Type/Length, Connection
-  std::string body;                 // JSON; must be empty for 204
+  // Besides Content-Length and Connection; without a Content-Type the body
+  // is sent as application/json.
+  std::vector<HttpHeader> headers;
+  std::string body;  // must be empty for 204
 };
 
 // Implemented by the server's connection; both may be called from any thread.
@@ -122,8 +132,10 @@ class HttpHandler {
   // server reads its body, when HttpServerOptions::screen_heads is set. A
   // response refuses the request: the server answers it at once, without
   // reading the body (and closes the connection when a body was coming), and
-  // Handle() is not called. Must not block. Default: admit everything.
-  virtual std::optional<HttpResponse> Screen(const HttpRequest& head) { return std::nullopt; }
+  // Handle() is not called. Otherwise it may set head.admission, which the
+  // server carries to StreamBody() and Handle(). Must not block. Default:
+  // admit everything.
+  virtual std::optional<HttpResponse> Screen(HttpRequest& head) { return std::nullopt; }
   // Called once when the server starts stopping (acceptor closed): requests
   // that are parked waiting (long polls) should be answered now.
   virtual void OnServerStopping() = 0;

@@ -136,7 +136,7 @@ void HttpProbe::Finished(std::string_view route, HttpMethod method, int status, 
   response_bytes_.Add({{"route", r}}).Increment(static_cast<double>(response_bytes));
 }
 
-std::optional<HttpResponse> MeteredHandler::Screen(const HttpRequest& head) {
+std::optional<HttpResponse> MeteredHandler::Screen(HttpRequest& head) {
   std::optional<HttpResponse> refusal = inner_->Screen(head);
   if (refusal) {
     probe_->Started();

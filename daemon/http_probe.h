@@ -68,7 +68,7 @@ class MeteredHandler : public HttpHandler {
 
   void Handle(HttpRequest request, Responder responder) override;
   // Records a refusal of the wrapped handler's Screen() like an answer.
-  std::optional<HttpResponse> Screen(const HttpRequest& head) override;
+  std::optional<HttpResponse> Screen(HttpRequest& head) override;
   std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
   void OnServerStopping() override { inner_->OnServerStopping(); }
 

@@ -65,7 +65,7 @@ struct ServerState {
   size_t max_connections = 0;
   size_t max_buffered_bytes = 0;
   bool screen_heads = false;
-  std::chrono::seconds idle_timeout{0};
+  std::chrono::milliseconds idle_timeout{0};
   std::atomic<size_t> connections{0};     // incremented on the acceptor's strand only
   std::atomic<size_t> buffered_bytes{0};  // <= max_buffered_bytes
   std::atomic<bool> stopping{false};      // answer in-flight requests, then close
@@ -257,9 +257,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
                                framing.message()),
                    /*linger=*/true);
     }
+    HttpRequest head = HeadOf(request);
+    head.peer = peer_;
     if (state_->screen_heads) {
-      HttpRequest head = HeadOf(request);
-      head.peer = peer_;
       if (std::optional<HttpResponse> refusal = state_->handler->Screen(head)) {
         keep_alive_ = request.keep_alive();
         head_request_ = request.method() == http::verb::head;
@@ -267,9 +267,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
         return Write(std::move(*refusal), /*linger=*/!parser_->is_done());
       }
     }
-    if (std::unique_ptr<BodyStream> body_stream = StreamBodyOf(request)) {
+    if (std::unique_ptr<BodyStream> body_stream = StreamBodyOf(head)) {
       return StartStream(std::move(body_stream));
     }
+    admission_ = std::move(head.admission);
     // A string body reserves its Content-Length at once.
     if (auto length = parser_->content_length(); length && *length > 0) {
       if (!ReserveBody(*length)) return RefuseBody();
@@ -302,8 +303,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
   }
 
   // The handler's BodyStream for this request, or null (buffer the body).
-  std::unique_ptr<BodyStream> StreamBodyOf(const RequestMessage& message) {
-    HttpRequest head = HeadOf(message);
+  std::unique_ptr<BodyStream> StreamBodyOf(const HttpRequest& head) {
     try {
       return state_->handler->StreamBody(head);
     } catch (const std::exception& e) {
@@ -440,6 +440,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
 
     HttpRequest request = ToHttpRequest(message);
     request.peer = peer_;
+    request.admission = std::move(admission_);
     if (LogEnabled(LogLevel::kDebug)) {
       request_line_ = std::string(message.method_string()) + " " + request.target;
       started_ = std::chrono::steady_clock::now();
@@ -473,7 +474,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     for (HttpHeader& header : response.headers) message->set(header.name, header.value);
     if (response.status == 204) {
       response.body.clear();
-    } else {
+    } else if (message->find(http::field::content_type) == message->end()) {
       message->set(http::field::content_type, "application/json");
     }
     message->body() = std::move(response.body);
@@ -552,7 +553,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
   bool head_request_ = false;  // the current request is a HEAD: no body
   bool in_flight_ = false;     // counted in state_->in_flight
   size_t reserved_ = 0;        // of state_->buffered_bytes, for the current request
-  std::string request_line_;   // for the debug access log
+  // What Screen() concluded from the current request's head, for Handle().
+  std::shared_ptr<const Admission> admission_;
+  std::string request_line_;  // for the debug access log
   std::chrono::steady_clock::time_point started_;
 };
 
@@ -682,7 +685,7 @@ class HttpServer::Impl {
 
  private:
   void RunThread(uint32_t index) {
-    SetThreadName("feedd-http-" + std::to_string(index));
+    SetThreadName(options_.thread_name + "-" + std::to_string(index));
     while (true) {
       try {
         ioc_.run();

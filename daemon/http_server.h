@@ -10,7 +10,9 @@
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread. With
 //   screen_heads the handler's Screen() sees the head first and may refuse
-//   the request before its body is read.
+//   the request before its body is read; the admission it may set on the
+//   head (HttpRequest::admission) goes with the request to StreamBody() and
+//   Handle().
 //   A connection idle for idle_timeout is closed.
 //   When the handler's StreamBody() returns a BodyStream for a request head,
 //   the body is not buffered: it is read in pieces of at most 64 KiB, each
@@ -97,7 +99,7 @@ struct HttpServerOptions {
   size_t max_request_bytes = 8 * 1024 * 1024;
   size_t max_connections = 512;
   size_t max_buffered_bytes = 256 * 1024 * 1024;  // >= max_request_bytes
-  std::chrono::seconds idle_timeout{60};
+  std::chrono::milliseconds idle_timeout{60000};
   std::chrono::seconds shutdown_grace{10};
   // Ask the handler to screen each request head (HttpHandler::Screen) before
   // reading its body: set when authentication is on, so that a client
@@ -107,6 +109,8 @@ struct HttpServerOptions {
   std::optional<TlsServerFiles> tls;
   // Not owned; nullptr reports nothing. Must outlive the server.
   HttpServerObserver* observer = nullptr;
+  // The I/O threads are named <thread_name>-<i> (at most 15 characters).
+  std::string thread_name = "feedd-http";
 };
 
 class HttpServer {

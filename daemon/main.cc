@@ -6,8 +6,8 @@
 // the API serves; then the --ready-file. SIGTERM/SIGINT stop it in reverse
 // order (HTTP gracefully, then storage) and exit 0; a second signal while
 // stopping kills it at once. SIGHUP reloads auth.tokens_file and the TLS
-// certificate and key; a reload that fails keeps what was loaded before and
-// logs why.
+// certificates and keys (http.tls_*, metrics.tls_*); a reload that fails
+// keeps what was loaded before and logs why.
 // Exit codes: 0 ok, 1 start-up failure, 2 bad configuration.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -108,13 +108,25 @@ Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config) {
   return std::make_shared<const TokenSet>(std::move(*tokens));
 }
 
-// The TLS files of http.tls_*, loaded once to report a bad certificate or
-// key as a configuration error (exit 2) before anything starts.
+// HTTPS on the metrics port (metrics.tls_*), or nullopt.
+std::optional<TlsServerFiles> MetricsTls(const DaemonConfig& config) {
+  if (config.metrics_tls_cert_file.empty()) return std::nullopt;
+  return TlsServerFiles{config.metrics_tls_cert_file, config.metrics_tls_key_file,
+                        config.metrics_tls_client_ca_file};
+}
+
+// The TLS files of http.tls_* and metrics.tls_*, loaded once to report a
+// bad certificate or key as a configuration error (exit 2) before anything
+// starts. The message names the options.
 Status CheckTlsFiles(const DaemonConfig& config) {
-  if (config.http_tls_cert_file.empty()) return Status::Ok();
-  Result<std::shared_ptr<boost::asio::ssl::context>> tls =
-      MakeServerTlsContext(*HttpOptions(config, nullptr).tls);
-  return tls.status();
+  for (auto [options, files] : {std::pair{"http.tls_*", HttpOptions(config, nullptr).tls},
+                                std::pair{"metrics.tls_*", MetricsTls(config)}}) {
+    if (!files) continue;
+    Result<std::shared_ptr<boost::asio::ssl::context>> tls = MakeServerTlsContext(*files);
+    if (!tls.ok())
+      return Status(tls.status().code(), tls.status().message() + " (" + options + ")");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -134,7 +146,7 @@ int Run(const DaemonConfig& config) {
     return kExitBadConfig;
   }
   if (Status tls = CheckTlsFiles(config); !tls.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot load the TLS files (http.tls_*): " << tls.message();
+    FEEDD_LOG(kError, "main") << "cannot load the TLS files: " << tls.message();
     return kExitBadConfig;
   }
   if (*tokens) {
@@ -174,16 +186,17 @@ int Run(const DaemonConfig& config) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
     return kExitStartupFailure;
   }
-  MetricsServer::BasicAuth metrics_basic_auth;
+  MetricsServer::Options metrics_options;
+  metrics_options.listen = config.metrics_listen;
+  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
+  metrics_options.tls = MetricsTls(config);
   if (config.metrics_authenticate) {
-    metrics_basic_auth = [&metrics_auth](const std::string& user, const std::string& password) {
+    metrics_options.auth = [&metrics_auth](const std::string& user, const std::string& password) {
       const AuthHandler* auth = metrics_auth.load();
       return auth != nullptr && auth->Authenticates(user, password);
     };
   }
-  Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms),
-      std::move(metrics_basic_auth));
+  Result<std::string> metrics_address = metrics.Start(std::move(metrics_options));
   if (!metrics_address.ok()) {
     FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
     return kExitStartupFailure;
@@ -355,10 +368,12 @@ int Run(const DaemonConfig& config) {
                                : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
                                                                         : " (HTTPS, mTLS)");
 
-  // The exposer holds collectables weakly: this one lives until the end.
+  // The metrics server holds collectables weakly: this one lives until the end.
   auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get());
   metrics.AddCollectable(state);
-  FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
+  FEEDD_LOG(kInfo, "main") << "metrics on "
+                           << (config.metrics_tls_cert_file.empty() ? "http://" : "https://")
+                           << *metrics_address << "/metrics";
 
   if (!config.ready_file.empty()) {
     status =
@@ -372,17 +387,19 @@ int Run(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "ready";
   notifier.Ready("serving, api on " + api);
 
-  auto reload = [&] {
-    if (!config.http_tls_cert_file.empty()) {
-      if (Status s = http.ReloadTls(); !s.ok()) {
-        FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate, keeping the one "
-                                     "loaded before: "
-                                  << s.message();
-      } else {
-        FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate "
-                                 << config.http_tls_cert_file << " for new connections";
-      }
+  auto reload_tls = [](const std::string& cert_file, const std::function<Status()>& reload) {
+    if (cert_file.empty()) return;
+    if (Status s = reload(); !s.ok()) {
+      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate " << cert_file
+                                << ", keeping the one loaded before: " << s.message();
+    } else {
+      FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate " << cert_file
+                               << " for new connections";
     }
+  };
+  auto reload = [&] {
+    reload_tls(config.http_tls_cert_file, [&http] { return http.ReloadTls(); });
+    reload_tls(config.metrics_tls_cert_file, [&metrics] { return metrics.ReloadTls(); });
     if (!auth) return;
     Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
     if (!reloaded.ok()) {
@@ -456,7 +473,7 @@ int main(int argc, char** argv) {
       return feedd::kExitBadConfig;
     }
     if (feedd::Status tls = feedd::CheckTlsFiles(*config); !tls.ok()) {
-      std::cerr << "feedd: cannot load the TLS files (http.tls_*): " << tls.message() << "\n";
+      std::cerr << "feedd: cannot load the TLS files: " << tls.message() << "\n";
       return feedd::kExitBadConfig;
     }
     if (config->processors_enabled) {

@@ -1,76 +1,165 @@
 #include "daemon/metrics_server.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/text_serializer.h>
 
-#include <cerrno>
-#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "daemon/auth_tokens.h"
+#include "daemon/http_server.h"
+#include "daemon/http_util.h"
+#include "util/logging.h"
 
 namespace feedd {
 namespace {
 
-constexpr int kServingThreads = 2;
-
-// Why CivetWeb could not listen on `listen` (it only throws "null context"):
-// binds a socket there the way it does and returns the error.
-std::string ListenError(const HostPort& listen) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(listen.host.empty() ? nullptr : listen.host.c_str(),
-                       std::to_string(listen.port).c_str(), &hints, &found);
-  if (rc != 0) return gai_strerror(rc);
-  std::string error = "unknown error";
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-    if (fd < 0) {
-      error = std::strerror(errno);
-      continue;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    bool bound = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 1) == 0;
-    if (!bound) error = std::strerror(errno);
-    close(fd);
-    if (bound) {
-      error = "the address could be bound a moment later; another process may hold it";
-      break;
-    }
-  }
-  freeaddrinfo(found);
-  return error;
-}
+constexpr int kRefusalLogSeconds = 10;
+constexpr auto kShutdownGrace = std::chrono::seconds(1);
+constexpr std::string_view kTextFormat = "text/plain; version=0.0.4; charset=utf-8";
 
 }  // namespace
 
-MetricsServer::MetricsServer() : registry_(std::make_shared<prometheus::Registry>()) {}
-
-MetricsServer::~MetricsServer() = default;
-
-Result<std::string> MetricsServer::Start(const HostPort& listen,
-                                         std::chrono::milliseconds request_timeout,
-                                         BasicAuth auth) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", listen.ToString(), "num_threads", std::to_string(kServingThreads),
-        "request_timeout_ms", std::to_string(request_timeout.count()), "enable_keep_alive", "no"});
-  } catch (const std::exception&) {
-    return Status(ErrorCode::kUnavailable,
-                  "cannot serve metrics on " + listen.ToString() + ": " + ListenError(listen));
+// Counts what the server refuses on the metrics port.
+class MetricsServer::Observer : public HttpServerObserver {
+ public:
+  explicit Observer(prometheus::Registry& registry)
+      : rejected_(prometheus::BuildCounter()
+                      .Name("feedd_metrics_connections_rejected_total")
+                      .Help("Connections to the metrics port not served, by reason")
+                      .Register(registry)) {
+    // At 0 before the first one, so that increase() sees it.
+    for (const char* reason : {"max_connections", "accept_error", "tls_handshake"}) {
+      rejected_.Add({{"reason", reason}});
+    }
   }
-  exposer_->RegisterCollectable(registry_);
-  if (auth) exposer_->RegisterAuth(std::move(auth), "feedd", "/metrics");
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  HostPort bound = listen;
-  if (!ports.empty()) bound.port = static_cast<uint16_t>(ports.front());
-  return bound.ToString();
+
+  void ConnectionRejected(std::string_view reason) override {
+    rejected_.Add({{"reason", std::string(reason)}}).Increment();
+  }
+  void ConnectionsChanged(int64_t) override {}
+  void BufferedBytesChanged(int64_t) override {}
+  void RequestRefused(std::string_view) override {}
+
+ private:
+  prometheus::Family<prometheus::Counter>& rejected_;
+};
+
+// Answers GET /metrics with the registry and the added collectables.
+class MetricsServer::Handler : public HttpHandler {
+ public:
+  explicit Handler(std::shared_ptr<prometheus::Registry> registry) {
+    collectables_.push_back(std::move(registry));
+  }
+
+  // REQUIRES: before the server starts.
+  void SetAuth(BasicAuth auth) { auth_ = std::move(auth); }
+
+  void Add(std::weak_ptr<prometheus::Collectable> collectable) {
+    std::lock_guard<std::mutex> lock(mu_);
+    collectables_.push_back(std::move(collectable));
+  }
+
+  void Handle(HttpRequest request, Responder responder) override {
+    std::string_view path = std::string_view(request.target).substr(0, request.target.find('?'));
+    if (path != "/metrics") {
+      return responder.Send(ErrorResponse(
+          Status(ErrorCode::kNotFound, "no such path: this port serves /metrics only")));
+    }
+    if (request.method != HttpMethod::kGet && request.method != HttpMethod::kHead) {
+      HttpResponse response =
+          ErrorResponse(Status(ErrorCode::kMethodNotAllowed, "allowed methods: GET, HEAD"));
+      response.headers.push_back({"Allow", "GET, HEAD"});
+      return responder.Send(std::move(response));
+    }
+    if (auth_ && !Authenticated(request)) {
+      HttpResponse response = ErrorResponse(Status(
+          ErrorCode::kUnauthorized, "/metrics needs HTTP basic authentication with a token"));
+      response.headers.push_back({"WWW-Authenticate", R"(Basic realm="feedd")"});
+      return responder.Send(std::move(response));
+    }
+    HttpResponse response;
+    response.headers.push_back({"Content-Type", std::string(kTextFormat)});
+    response.body = prometheus::TextSerializer().Serialize(Collect());
+    responder.Send(std::move(response));
+  }
+
+  void OnServerStopping() override {}
+
+ private:
+  bool Authenticated(const HttpRequest& request) const {
+    std::optional<std::string_view> header = request.Header("Authorization");
+    Result<BasicCredentials> credentials =
+        header ? ParseBasic(*header) : Status(ErrorCode::kInvalidRequest, "none");
+    if (!credentials.ok()) {
+      FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
+          << "refused a /metrics request from " << request.peer << ": "
+          << (header ? "malformed Authorization header" : "no Authorization header");
+      return false;
+    }
+    return auth_(credentials->user, credentials->password);
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() {
+    std::vector<std::shared_ptr<prometheus::Collectable>> alive;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& weak : collectables_) {
+        if (auto collectable = weak.lock()) alive.push_back(std::move(collectable));
+      }
+    }
+    std::vector<prometheus::MetricFamily> families;
+    for (const auto& collectable : alive) {
+      std::vector<prometheus::MetricFamily> collected = collectable->Collect();
+      families.insert(families.end(), std::make_move_iterator(collected.begin()),
+                      std::make_move_iterator(collected.end()));
+    }
+    return families;
+  }
+
+  BasicAuth auth_;
+  std::mutex mu_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;  // GUARDED_BY(mu_)
+};
+
+MetricsServer::MetricsServer()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      observer_(std::make_unique<Observer>(*registry_)),
+      handler_(std::make_unique<Handler>(registry_)) {}
+
+MetricsServer::~MetricsServer() { Stop(); }
+
+Result<std::string> MetricsServer::Start(Options options) {
+  HttpServerOptions http;
+  http.listen = options.listen;
+  http.threads = 1;
+  http.max_request_bytes = 0;  // a scrape has no body
+  http.max_buffered_bytes = 0;
+  http.max_connections = kMaxMetricsConnections;
+  http.idle_timeout = options.request_timeout;
+  http.shutdown_grace = kShutdownGrace;
+  http.tls = std::move(options.tls);
+  http.observer = observer_.get();
+  http.thread_name = "feedd-metrics";
+  handler_->SetAuth(std::move(options.auth));
+  auto server = std::make_unique<HttpServer>(std::move(http));
+  if (Status s = server->Start(handler_.get()); !s.ok()) {
+    return Status(s.code(), "cannot serve metrics: " + s.message());
+  }
+  server_ = std::move(server);
+  return server_->bound_address();
 }
 
 void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> state) {
-  exposer_->RegisterCollectable(state);
+  handler_->Add(state);
+}
+
+Status MetricsServer::ReloadTls() { return server_ ? server_->ReloadTls() : Status::Ok(); }
+
+void MetricsServer::Stop() {
+  if (server_) server_->Stop();
 }
 
 }  // namespace feedd

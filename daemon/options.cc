@@ -314,6 +314,24 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 100, 600000, &c.metrics_request_timeout_ms);
      }},
+    {"metrics.tls_cert_file", "",
+     "PEM certificate chain (leaf first): with metrics.tls_key_file the metrics port speaks "
+     "HTTPS only (TLS >= 1.2). Reloaded on SIGHUP",
+     [](std::string_view v, DaemonConfig& c) {
+       c.metrics_tls_cert_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"metrics.tls_key_file", "", "PEM private key of metrics.tls_cert_file. Reloaded on SIGHUP",
+     [](std::string_view v, DaemonConfig& c) {
+       c.metrics_tls_key_file = std::string(v);
+       return Status::Ok();
+     }},
+    {"metrics.tls_client_ca_file", "",
+     "PEM CAs: scrapers must present a certificate they sign (mTLS)",
+     [](std::string_view v, DaemonConfig& c) {
+       c.metrics_tls_client_ca_file = std::string(v);
+       return Status::Ok();
+     }},
     {"log.level", "info", "debug, info, warning or error",
      [](std::string_view v, DaemonConfig& c) {
        return ParseLogLevel(v, &c.log_level) ? Status::Ok()
@@ -622,6 +640,23 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
   return Status::Ok();
 }
 
+// The <section>.tls_* options go together: a certificate and its key, both
+// or neither; client CAs only with them.
+Status CheckTlsFiles(const std::string& section, const std::string& cert, const std::string& key,
+                     const std::string& client_ca) {
+  if (cert.empty() != key.empty()) {
+    return ConfigError("invalid value for " + section + ".tls_key_file: " + section +
+                       ".tls_cert_file and " + section +
+                       ".tls_key_file go together (both set: HTTPS; neither: HTTP)");
+  }
+  if (!client_ca.empty() && cert.empty()) {
+    return ConfigError("invalid value for " + section +
+                       ".tls_client_ca_file: client certificates need HTTPS (" + section +
+                       ".tls_cert_file and " + section + ".tls_key_file)");
+  }
+  return Status::Ok();
+}
+
 // Applies every table option from `values` (defaults included).
 Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
   for (const OptionSpec& spec : kOptions) {
@@ -637,15 +672,15 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
                        " is less than http.max_request_bytes (" +
                        std::to_string(config->http_max_request_bytes) + ")");
   }
-  if (config->http_tls_cert_file.empty() != config->http_tls_key_file.empty()) {
-    return ConfigError(
-        "invalid value for http.tls_key_file: http.tls_cert_file and "
-        "http.tls_key_file go together (both set: HTTPS; neither: HTTP)");
+  if (Status s = CheckTlsFiles("http", config->http_tls_cert_file, config->http_tls_key_file,
+                               config->http_tls_client_ca_file);
+      !s.ok()) {
+    return s;
   }
-  if (!config->http_tls_client_ca_file.empty() && config->http_tls_cert_file.empty()) {
-    return ConfigError(
-        "invalid value for http.tls_client_ca_file: client certificates need "
-        "HTTPS (http.tls_cert_file and http.tls_key_file)");
+  if (Status s = CheckTlsFiles("metrics", config->metrics_tls_cert_file,
+                               config->metrics_tls_key_file, config->metrics_tls_client_ca_file);
+      !s.ok()) {
+    return s;
   }
   if (config->metrics_authenticate && config->auth_tokens_file.empty()) {
     return ConfigError("invalid value for metrics.authenticate: true needs auth.tokens_file");

@@ -71,6 +71,10 @@ struct DaemonConfig {
   HostPort metrics_listen;
   bool metrics_authenticate = false;  // basic authentication with the tokens
   uint32_t metrics_request_timeout_ms = 0;
+  // metrics.tls_*: HTTPS on the metrics port, as http.tls_* on the API's.
+  std::string metrics_tls_cert_file;
+  std::string metrics_tls_key_file;
+  std::string metrics_tls_client_ca_file;
 
   LogLevel log_level = LogLevel::kInfo;
 

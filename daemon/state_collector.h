@@ -9,7 +9,7 @@
 // each source is read through its own thread-safe accessors.
 // Ownership: borrows the store, publisher and processors (the last two may
 // be null: their metrics are left out); they must outlive the registry's
-// use of the collector (stop the metrics exposer first).
+// use of the collector (stop the metrics server first).
 #pragma once
 
 #include <prometheus/collectable.h>

@@ -172,10 +172,12 @@ int RunWorker(const DaemonConfig& config) {
       return finish(kExitStartupFailure);
     }
   }
-  // The exposer holds collectables weakly: this one lives until the end.
+  // The metrics server holds collectables weakly: this one lives until the end.
   auto collector = std::make_shared<WorkerProbe>(&workers);
-  auto address = metrics.Start(config.worker_metrics_listen,
-                               std::chrono::milliseconds(config.metrics_request_timeout_ms));
+  MetricsServer::Options metrics_options;
+  metrics_options.listen = config.worker_metrics_listen;
+  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
+  auto address = metrics.Start(std::move(metrics_options));
   if (!address.ok()) {
     FEEDD_LOG(kError, "worker") << address.status().message();
     stop_all();

@@ -7,7 +7,7 @@
 // Thread-safety: Collect() may run concurrently with the publisher (it
 // reads Publisher::GetStatus()).
 // Ownership: borrows the publisher, which must outlive the collector's use
-// (stop the metrics exposer first).
+// (stop the metrics server first).
 #pragma once
 
 #include <prometheus/collectable.h>

@@ -6,7 +6,7 @@
 // reads them through their thread-safe accessors (GetStatus, the admin
 // tasks' and job registry's counters).
 // Ownership: borrows the manager, which must outlive the collector's use
-// (stop the metrics exposer first).
+// (stop the metrics server first).
 #pragma once
 
 #include <prometheus/collectable.h>

@@ -2,7 +2,7 @@
 // time from its ProcessorWorkers (docs/metrics.md, "feedd worker").
 //
 // Thread-safety: Collect() may run concurrently with the workers.
-// Ownership: borrows the workers; stop the exposer before they go.
+// Ownership: borrows the workers; stop the metrics server before they go.
 #pragma once
 
 #include <prometheus/collectable.h>

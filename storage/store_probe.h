@@ -8,7 +8,7 @@
 // the store through its thread-safe accessors (Stats, Usage, RocksHealth,
 // Health).
 // Ownership: borrows the store, which must outlive the collector's use
-// (stop the metrics exposer first).
+// (stop the metrics server first).
 #pragma once
 
 #include <prometheus/collectable.h>

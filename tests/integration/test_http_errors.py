@@ -781,7 +781,8 @@ class MetricsSlowClientsTest(_ErrorsBase):
         host, port = self.daemon.ready["metrics"].rsplit(":", 1)
         idle = [socket.create_connection((host, int(port)), timeout=20) for _ in range(4)]
         try:
-            # The exposer's default timeout is far below this client's.
+            # The metrics port serves while they idle, and drops them after
+            # metrics.request_timeout_ms (3 s), below this client's timeout.
             self.assertIn("feedd_http_requests_total", metrics_text(self.daemon, timeout=15))
         finally:
             for s in idle:

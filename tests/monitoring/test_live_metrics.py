@@ -150,7 +150,8 @@ def documented_buckets():
 class PrometheusServer:
     """A real Prometheus on a loopback port with a temporary TSDB."""
 
-    def __init__(self, target, rule_files):
+    def __init__(self, target, rule_files, scrape_settings=None):
+        """scrape_settings: more settings of the job's scrape config (scheme, tls_config, ...)."""
         self.binary = assets.prometheus()
         self.workdir = tempfile.mkdtemp(prefix="feedd-prom-")
         self.config_path = os.path.join(self.workdir, "prometheus.yml")
@@ -162,8 +163,9 @@ class PrometheusServer:
                        "scrape_timeout": "%ds" % SCRAPE_INTERVAL_S,
                        "evaluation_interval": "%ds" % SCRAPE_INTERVAL_S},
             "rule_files": list(rule_files),
-            "scrape_configs": [{"job_name": JOB, "metrics_path": "/metrics",
-                                "static_configs": [{"targets": [target]}]}],
+            "scrape_configs": [dict({"job_name": JOB, "metrics_path": "/metrics",
+                                     "static_configs": [{"targets": [target]}]},
+                                    **(scrape_settings or {}))],
         }
         with open(self.config_path, "w", encoding="utf-8") as f:
             json.dump(config, f, indent=1)

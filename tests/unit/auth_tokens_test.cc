@@ -98,6 +98,26 @@ TEST(AuthTokensTest, ParsesBearerHeaders) {
   }
 }
 
+TEST(AuthTokensTest, ParsesBasicHeaders) {
+  // base64("prometheus:s3cr:et"), base64("a:"), base64(":b"), base64("ab:c")
+  Result<BasicCredentials> creds = ParseBasic("Basic cHJvbWV0aGV1czpzM2NyOmV0");
+  ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+  EXPECT_EQ(creds->user, "prometheus");
+  EXPECT_EQ(creds->password, "s3cr:et");
+  EXPECT_EQ(ParseBasic("basic\tYTo=  ")->user, "a");
+  EXPECT_EQ(ParseBasic("basic\tYTo=  ")->password, "");
+  EXPECT_EQ(ParseBasic("BASIC  OmI=")->password, "b");
+  EXPECT_EQ(ParseBasic("Basic YWI6Yw==")->user, "ab");
+  for (const char* bad :
+       {"", "Basic", "Basic ", "Bearer YTo=", "BasicYTo=", "Basic YWJj",  // "abc": no ':'
+        "Basic YTo", "Basic YTo==", "Basic YTp=", "Basic Y=o=", "Basic ====", "Basic YTo=,",
+        "Basic YT o=", "Basic YTo=YTo="}) {
+    Result<BasicCredentials> parsed = ParseBasic(bad);
+    EXPECT_FALSE(parsed.ok()) << "accepted '" << bad << "'";
+    if (!parsed.ok()) EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidRequest);
+  }
+}
+
 TEST(AuthTokensTest, FindsTheTokenOfASecretOnly) {
   TokenSet tokens({{"app", Role::kWrite, Sha256("s3cret")}, {"ops", Role::kAdmin, Sha256("x")}});
   const TokenEntry* app = tokens.Find("s3cret");

@@ -52,3 +52,9 @@ target_link_libraries(reset_params_test PRIVATE feedd_http_api GTest::gtest_main
 gtest_discover_tests(reset_params_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(auth_handler_test ${CMAKE_CURRENT_LIST_DIR}/auth_handler_test.cc)
+target_link_libraries(auth_handler_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(auth_handler_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)

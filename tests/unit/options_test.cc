@@ -229,6 +229,25 @@ TEST_F(OptionsTest, InvalidValuesNameTheOption) {
   ExpectError("http.idle_timeout_seconds");
 }
 
+TEST_F(OptionsTest, TlsFilesGoTogether) {
+  for (std::string section : {"http", "metrics"}) {
+    args_ = {"--" + section + ".tls_cert_file=c.pem"};
+    ExpectError(section + ".tls_key_file: " + section + ".tls_cert_file and " + section +
+                ".tls_key_file go together");
+    args_ = {"--" + section + ".tls_key_file=k.pem"};
+    ExpectError(section + ".tls_key_file");
+    args_ = {"--" + section + ".tls_client_ca_file=ca.pem"};
+    ExpectError(section + ".tls_client_ca_file: client certificates need HTTPS");
+  }
+  args_ = {"--metrics.tls_cert_file=c.pem", "--metrics.tls_key_file=k.pem",
+           "--metrics.tls_client_ca_file=ca.pem"};
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.metrics_tls_cert_file, "c.pem");
+  EXPECT_EQ(config.metrics_tls_key_file, "k.pem");
+  EXPECT_EQ(config.metrics_tls_client_ca_file, "ca.pem");
+  EXPECT_EQ(config.http_tls_cert_file, "");
+}
+
 TEST_F(OptionsTest, Booleans) {
   for (const char* yes : {"true", "1", "yes", "on", "TRUE", "On"}) {
     args_ = {std::string("--storage.before_images=") + yes};
@@ -464,6 +483,8 @@ TEST_F(OptionsTest, HelpListsEveryOption) {
                            "auth.allow_unauthenticated",
                            "metrics.listen",
                            "metrics.authenticate",
+                           "metrics.tls_cert_file",
+                           "metrics.tls_client_ca_file",
                            "log.level",
                            "kafka.brokers",
                            "kafka.topic_prefix",

@@ -1,0 +1,260 @@
+"""HTTPS on the metrics port (docs/security.md, "The metrics port").
+
+A CA, server and client certificates are made at test time with the
+`openssl` command (test_tls.py). Covered: a scrape over HTTPS with Python's
+ssl module and basic authentication (metrics.authenticate), a scrape without
+credentials refused, plain HTTP refused on the TLS metrics port and counted,
+a client that never starts the handshake dropped after
+metrics.request_timeout_ms, a certificate rotated by SIGHUP seen on a new
+connection while a kept-alive connection goes on, a failed reload keeping
+the old pair, and mTLS
+(metrics.tls_client_ca_file) refusing a scraper without a certificate and
+one whose certificate another CA signed.
+"""
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import ssl
+import tempfile
+import unittest
+
+from feedd_harness import FeeddDaemon, FeeddTestCase
+from test_auth import SECRETS, tokens_text, write_tokens
+from test_http_errors import metric_value, recv_all, wait_for
+from test_tls import make_ca, make_cert
+
+TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def basic(name):
+    creds = base64.b64encode(("%s:%s" % (name, SECRETS[name])).encode()).decode()
+    return {"Authorization": "Basic " + creds}
+
+
+def parse_response(raw):
+    """(status, headers dict with lowercase names, body) of one HTTP response."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split(" ", 2)[1]), headers, body
+
+
+def request_bytes(path, headers, close):
+    lines = ["GET %s HTTP/1.1" % path, "Host: 127.0.0.1"]
+    if close:
+        lines.append("Connection: close")
+    lines += ["%s: %s" % kv for kv in (headers or {}).items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+class KeptConnection:
+    """One TLS connection to the metrics port, used for several requests."""
+
+    def __init__(self, address, ctx):
+        host, _, port = address.rpartition(":")
+        raw = socket.create_connection((host, int(port)), timeout=10)
+        self.tls = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        self.buffer = b""
+
+    def get(self, path, headers=None):
+        self.tls.sendall(request_bytes(path, headers, close=False))
+        while b"\r\n\r\n" not in self.buffer:
+            chunk = self.tls.recv(65536)
+            if not chunk:
+                raise AssertionError("the metrics port closed the kept connection")
+            self.buffer += chunk
+        head, _, rest = self.buffer.partition(b"\r\n\r\n")
+        status, found, _ = parse_response(head + b"\r\n\r\n")
+        length = int(found["content-length"])
+        while len(rest) < length:
+            chunk = self.tls.recv(65536)
+            if not chunk:
+                raise AssertionError("the metrics port closed the kept connection mid-body")
+            rest += chunk
+        self.buffer = rest[length:]
+        return status, found, rest[:length]
+
+    def close(self):
+        self.tls.close()
+
+
+class _MetricsTlsBase(FeeddTestCase):
+    client_ca = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="feedd-metrics-tls-")
+        cls.ca = make_ca(cls.dir, "ca")
+        make_cert(cls.dir, "server", "ca", "serverAuth")
+        make_cert(cls.dir, "rotated", "ca", "serverAuth")
+        make_cert(cls.dir, "client", "ca", "clientAuth")
+        make_ca(cls.dir, "other-ca")
+        make_cert(cls.dir, "stranger", "other-ca", "clientAuth")
+        cls.cert = os.path.join(cls.dir, "live.pem")
+        cls.key = os.path.join(cls.dir, "live.key")
+        shutil.copy(os.path.join(cls.dir, "server.pem"), cls.cert)
+        shutil.copy(os.path.join(cls.dir, "server.key"), cls.key)
+        cls.tokens = os.path.join(cls.dir, "tokens")
+        write_tokens(cls.tokens, tokens_text(["reader", "writer"]))
+        args = ["--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
+                "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"]
+        if cls.client_ca:
+            args.append("--metrics.tls_client_ca_file=" + cls.ca)
+        cls.daemon = FeeddDaemon(extra_args=args, name="feedd-metrics-tls")
+        try:
+            cls.daemon.start()
+        except BaseException:
+            cls.daemon.cleanup()
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+        cls.address = cls.daemon.ready["metrics"]
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.daemon.stop()
+        finally:
+            cls.daemon.cleanup()
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def context(cls, client_cert=None):
+        ctx = ssl.create_default_context(cafile=cls.ca)
+        if client_cert:
+            ctx.load_cert_chain(os.path.join(cls.dir, client_cert + ".pem"),
+                                os.path.join(cls.dir, client_cert + ".key"))
+        return ctx
+
+    def scrape(self, ctx, headers=None, path="/metrics"):
+        """One request on a new TLS connection: (status, headers, body, peer certificate's CN)."""
+        host, _, port = self.address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                cn = dict(x[0] for x in tls.getpeercert()["subject"])["commonName"]
+                tls.sendall(request_bytes(path, headers, close=True))
+                answer = b""
+                while True:
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
+        status, found, body = parse_response(answer)
+        return status, found, body, cn
+
+    def metrics(self):
+        ctx = self.context("client" if self.client_ca else None)
+        status, _, body, _ = self.scrape(ctx, basic("reader"))
+        self.assertEqual(status, 200, body[:300])
+        return body.decode()
+
+    def handshake_failures(self):
+        return metric_value(self.metrics(), "feedd_metrics_connections_rejected_total",
+                            'reason="tls_handshake"')
+
+    def stderr(self):
+        with open(self.daemon.stderr_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+class MetricsHttpsTest(_MetricsTlsBase):
+    def test_scrape_over_https_with_basic_authentication(self):
+        status, headers, body, cn = self.scrape(self.context(), basic("reader"))
+        self.assertEqual((status, cn), (200, "server"), body[:300])
+        self.assertEqual(headers["content-type"], TEXT_FORMAT)
+        text = body.decode()
+        self.assertIn("# TYPE feedd_up gauge\nfeedd_up 1\n", text)
+        self.assertIn("feedd_storage_commit_duration_seconds_bucket", text)
+        # Any role may scrape; a wrong secret or none may not.
+        self.assertEqual(self.scrape(self.context(), basic("writer"))[0], 200)
+        wrong = {"Authorization": "Basic " + base64.b64encode(b"reader:nope").decode()}
+        for headers in (None, wrong, {"Authorization": "Bearer " + SECRETS["reader"]}):
+            status, found, _, _ = self.scrape(self.context(), headers)
+            self.assertEqual(status, 401, headers)
+            self.assertEqual(found.get("www-authenticate"), 'Basic realm="feedd"')
+        # Only /metrics, only GET and HEAD.
+        self.assertEqual(self.scrape(self.context(), basic("reader"), path="/v1/containers")[0],
+                         404)
+        self.assertEqual(self.scrape(self.context(), basic("reader"), path="/metrics?x=1")[0], 200)
+
+    def test_the_log_names_https(self):
+        self.assertIn("metrics on https://" + self.address + "/metrics", self.stderr())
+
+    def test_plain_http_is_refused_on_the_tls_metrics_port(self):
+        before = self.handshake_failures()
+        host, _, port = self.address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(request_bytes("/metrics", basic("reader"), close=True))
+            answer = recv_all(s)
+        self.assertNotIn(b"HTTP/1.1", answer)
+        self.assertNotIn(b"feedd_", answer)
+        wait_for(lambda: self.handshake_failures() == before + 1, "the refusal counted")
+
+    def test_a_client_that_never_starts_the_handshake_is_dropped(self):
+        # metrics.request_timeout_ms (3 s by default) bounds the handshake too.
+        before = self.handshake_failures()
+        host, _, port = self.address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            self.assertEqual(recv_all(s), b"")
+        wait_for(lambda: self.handshake_failures() == before + 1, "the dropped client counted")
+
+    def test_certificate_rotated_by_sighup(self):
+        kept = KeptConnection(self.address, self.context())
+        try:
+            self.assertEqual(kept.get("/metrics", basic("reader"))[0], 200)
+            self.assertEqual(self.scrape(self.context(), basic("reader"))[3], "server")
+            try:
+                # A key that does not match the certificate: the reload fails
+                # and the old pair keeps serving.
+                shutil.copy(os.path.join(self.dir, "rotated.pem"), self.cert)
+                self.daemon.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: "cannot reload the TLS certificate " + self.cert in self.stderr(),
+                         "the failed reload's log line")
+                self.assertEqual(self.scrape(self.context(), basic("reader"))[3], "server")
+
+                shutil.copy(os.path.join(self.dir, "rotated.key"), self.key)
+                self.daemon.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: self.scrape(self.context(), basic("reader"))[3] == "rotated",
+                         "the rotated certificate on a new connection")
+                # The connection opened before the rotation still scrapes.
+                self.assertEqual(kept.get("/metrics", basic("reader"))[0], 200)
+            finally:
+                shutil.copy(os.path.join(self.dir, "server.pem"), self.cert)
+                shutil.copy(os.path.join(self.dir, "server.key"), self.key)
+                self.daemon.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: self.scrape(self.context(), basic("reader"))[3] == "server",
+                         "the first pair")
+        finally:
+            kept.close()
+
+
+class MetricsMutualTlsTest(_MetricsTlsBase):
+    client_ca = True
+
+    def assertRefused(self, ctx, what):
+        before = self.handshake_failures()
+        try:
+            status, _, _, _ = self.scrape(ctx, basic("reader"))
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError, IndexError):
+            wait_for(lambda: self.handshake_failures() == before + 1, what + ": counted")
+            return
+        self.fail("%s: the metrics port answered %s" % (what, status))
+
+    def test_client_certificate_of_the_ca_is_accepted(self):
+        status, _, body, cn = self.scrape(self.context("client"), basic("reader"))
+        self.assertEqual((status, cn), (200, "server"), body[:300])
+
+    def test_no_client_certificate_is_refused(self):
+        self.assertRefused(self.context(), "no client certificate")
+
+    def test_certificate_of_another_ca_is_refused(self):
+        self.assertRefused(self.context("stranger"), "a certificate of another CA")
+
+
+if __name__ == "__main__":
+    unittest.main()
