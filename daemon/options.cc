@@ -693,6 +693,15 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
                        "auth.tokens_file (docs/security.md) or, to serve it open, "
                        "auth.allow_unauthenticated = true");
   }
+  if (!config->metrics_authenticate && config->metrics_tls_client_ca_file.empty() &&
+      !config->auth_allow_unauthenticated && !IsLoopbackHost(config->metrics_listen.host)) {
+    return ConfigError("invalid value for metrics.listen: " + config->metrics_listen.ToString() +
+                       " is not a loopback address, and without authentication anyone who "
+                       "reaches it may read the metrics; set metrics.authenticate = true (basic "
+                       "authentication with auth.tokens_file) or metrics.tls_client_ca_file "
+                       "(client certificates), or, to serve it open, "
+                       "auth.allow_unauthenticated = true (docs/security.md)");
+  }
   if (config->http_listen.port != 0 && config->http_listen.port == config->metrics_listen.port &&
       config->http_listen.host == config->metrics_listen.host) {
     return ConfigError("invalid value for metrics.listen: " + config->metrics_listen.ToString() +

@@ -295,6 +295,25 @@ TEST_F(OptionsTest, NonLoopbackListenNeedsAuthentication) {
   }
 }
 
+// The metrics port too: a non-loopback metrics.listen needs basic
+// authentication or client certificates, or the explicit open switch.
+TEST_F(OptionsTest, NonLoopbackMetricsListenNeedsAuthentication) {
+  const std::string open = "--metrics.listen=0.0.0.0:9464";
+  args_ = {open};
+  ExpectError("metrics.listen: 0.0.0.0:9464 is not a loopback address");
+  args_ = {open, "--auth.tokens_file=/etc/feedd/tokens"};
+  ExpectError("metrics.listen: 0.0.0.0:9464 is not a loopback address");
+  args_ = {open, "--auth.tokens_file=/etc/feedd/tokens", "--metrics.authenticate=true"};
+  EXPECT_TRUE(LoadOk().metrics_authenticate);
+  args_ = {open, "--metrics.tls_cert_file=c.pem", "--metrics.tls_key_file=k.pem",
+           "--metrics.tls_client_ca_file=ca.pem"};
+  EXPECT_EQ(LoadOk().metrics_tls_client_ca_file, "ca.pem");
+  args_ = {open, "--auth.allow_unauthenticated=true"};
+  EXPECT_TRUE(LoadOk().auth_allow_unauthenticated);
+  args_ = {"--metrics.listen=[::1]:9464"};
+  EXPECT_TRUE(Load().ok());
+}
+
 TEST_F(OptionsTest, WorkerApiTakesHostPortOrHttpUrl) {
   args_ = {"--worker.api=http://10.0.0.5:8080/"};
   EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
