@@ -147,6 +147,10 @@ int Run(const DaemonConfig& config) {
                            << config.instance_name << ", data in " << config.store.data_dir << ", "
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
+  if (config.default_scenario) {
+    FEEDD_LOG(kInfo, "main") << "no container or processor declared: the default scenario of "
+                                "the built-in configs/feedd.conf";
+  }
 
   // Both ports first: a taken one stops start-up before the data directory
   // is opened (and locked). API connections wait in the backlog until the
@@ -240,13 +244,12 @@ int Run(const DaemonConfig& config) {
                              << (embedded ? " (embedded, in-memory)" : "");
   }
 
-  // Processors: the declared ones, or the scenario's views on the default
-  // containers.
+  // Processors: those of the configuration (daemon/options.h, the scenario
+  // rule).
   std::unique_ptr<ProcessorManager> processors;
   if (config.processors_enabled) {
-    std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
     auto created =
-        ProcessorManager::Create(store.get(), settings, bootstrap.has_value(),
+        ProcessorManager::Create(store.get(), config.processor_settings, bootstrap.has_value(),
                                  config.processors_max_admin_tasks, metrics.ViewCommitObserver());
     if (!created.ok()) {
       FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
@@ -423,9 +426,9 @@ int main(int argc, char** argv) {
       return feedd::kExitBadConfig;
     }
     if (config->processors_enabled) {
-      feedd::Status s = feedd::ProcessorManager::Validate(
-          feedd::ProcessorSettingsOf(*config), config->store.containers,
-          config->kafka.brokers != feedd::KafkaBrokers::kNone);
+      feedd::Status s =
+          feedd::ProcessorManager::Validate(config->processor_settings, config->store.containers,
+                                            config->kafka.brokers != feedd::KafkaBrokers::kNone);
       if (!s.ok()) {
         std::cerr << "feedd: " << s.message() << "\n";
         return feedd::kExitBadConfig;
