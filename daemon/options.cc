@@ -882,7 +882,7 @@ std::string OptionsHelp() {
          "  processor.<name>.<key>          processor settings\n"
          "Containers and processors are the scenario: declare one and only the declared\n"
          "ones exist; declare none and they are those of the built-in configs/feedd.conf\n"
-         "(the blog: users, posts, feed and their three views).\n"
+         "(docs/configuration.md).\n"
          "\n"
          "Exit status:\n"
          "  0    stopped by SIGTERM or SIGINT; --help, --version, --check-config passed\n"

@@ -20,9 +20,8 @@
 // command line together have any container.* or processor.* key, the
 // containers are exactly the declared ones and the processors exactly the
 // declared ones. When they have none, both are those of the built-in
-// configs/feedd.conf (daemon/default_config.h), the blog's users, posts and
-// feed and its three views. Neither storage/ nor processors/ knows a
-// scenario.
+// configs/feedd.conf (daemon/default_config.h). Neither storage/ nor
+// processors/ knows a scenario (docs/configuration.md).
 //
 // Thread-safety: LoadConfig() is a pure function of its arguments (it reads
 // only the named config file). DaemonConfig is a plain value.
