@@ -117,22 +117,22 @@ Status CheckTlsFiles(const DaemonConfig& config) {
 
 namespace {
 
-int Run(const DaemonConfig& config) {
-  // Installed before anything starts, so a signal during start-up is not
-  // lost: it stops the daemon (or reloads) as soon as it serves.
-  boost::asio::io_context signal_io(1);
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
-  std::signal(SIGPIPE, SIG_IGN);
+// The start-up steps of Run(). Each logs why it fails and returns the exit
+// code, kExitOk to go on.
 
-  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
-  if (!tokens.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << tokens.status().message();
+// Loads auth.tokens_file into `tokens` (nullptr when not set) and checks the
+// TLS files; logs whether the API authenticates.
+int LoadSecurity(const DaemonConfig& config, std::shared_ptr<const TokenSet>* tokens) {
+  Result<std::shared_ptr<const TokenSet>> loaded = LoadTokens(config);
+  if (!loaded.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << loaded.status().message();
     return kExitBadConfig;
   }
   if (Status tls = CheckTlsFiles(config); !tls.ok()) {
     FEEDD_LOG(kError, "main") << "cannot load the TLS files (http.tls_*): " << tls.message();
     return kExitBadConfig;
   }
+  *tokens = std::move(*loaded);
   if (*tokens) {
     FEEDD_LOG(kInfo, "main") << "authentication on: " << (*tokens)->size() << " token(s) from "
                              << config.auth_tokens_file;
@@ -142,7 +142,10 @@ int Run(const DaemonConfig& config) {
                                 << config.http_listen.ToString() << " may read, write and "
                                 << "administer everything";
   }
+  return kExitOk;
+}
 
+void LogStarting(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "feedd " << FEEDD_VERSION << " starting: instance "
                            << config.instance_name << ", data in " << config.store.data_dir << ", "
                            << config.store.containers.size() << " container(s)"
@@ -151,6 +154,235 @@ int Run(const DaemonConfig& config) {
     FEEDD_LOG(kInfo, "main") << "no container or processor declared: the default scenario of "
                                 "the built-in configs/feedd.conf";
   }
+}
+
+// Binds the API port and starts /metrics, whose basic authentication
+// (metrics.authenticate) asks `metrics_auth` once it is set.
+int BindPorts(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics,
+              std::atomic<const AuthHandler*>& metrics_auth, std::string* metrics_address) {
+  if (Status s = http.Listen(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
+    return kExitStartupFailure;
+  }
+  MetricsServer::BasicAuth metrics_basic_auth;
+  if (config.metrics_authenticate) {
+    metrics_basic_auth = [&metrics_auth](const std::string& user, const std::string& password) {
+      const AuthHandler* auth = metrics_auth.load();
+      return auth != nullptr && auth->Authenticates(user, password);
+    };
+  }
+  Result<std::string> address = metrics.Start(
+      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms),
+      std::move(metrics_basic_auth));
+  if (!address.ok()) {
+    FEEDD_LOG(kError, "main") << address.status().message() << " (metrics.listen)";
+    return kExitStartupFailure;
+  }
+  *metrics_address = std::move(*address);
+  return kExitOk;
+}
+
+// Opens the store; its group commits feed the metrics' histograms.
+int OpenStore(const DaemonConfig& config, MetricsServer& metrics,
+              std::unique_ptr<DocumentStore>* store) {
+  StoreOptions store_options = config.store;
+  store_options.on_group_commit = metrics.GroupCommitObserver();
+  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
+  if (!opened.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
+                              << opened.status().ToString();
+    return kExitStartupFailure;
+  }
+  *store = std::move(*opened);
+  return kExitOk;
+}
+
+// Kafka as the daemon runs it: the embedded broker (in-memory, development
+// and tests) or a real cluster, and the publisher. Members in start-up
+// order, so they are destroyed the other way round.
+struct Kafka {
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::unique_ptr<Publisher> publisher;
+  std::optional<std::string> bootstrap;  // none: kafka.brokers = none
+  bool embedded = false;
+};
+
+// Starts the embedded broker with a topic for every container (and the
+// heartbeat topic).
+int StartEmbeddedBroker(const DaemonConfig& config, const DocumentStore& store,
+                        std::unique_ptr<EmbeddedBroker>* broker) {
+  auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
+  if (!started.ok()) {
+    FEEDD_LOG(kError, "main") << started.status().ToString();
+    return kExitStartupFailure;
+  }
+  *broker = std::move(*started);
+  for (const ContainerSpec& spec : store.containers()) {
+    Status s =
+        (*broker)->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
+    if (!s.ok()) {
+      FEEDD_LOG(kError, "main") << s.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  if (config.kafka.heartbeat_interval_ms > 0) {
+    if (Status s = (*broker)->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
+      FEEDD_LOG(kError, "main") << s.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  return kExitOk;
+}
+
+// Starts Kafka unless kafka.brokers = none. The publisher never blocks
+// start-up on the broker.
+int StartKafka(const DaemonConfig& config, DocumentStore* store, Kafka* kafka) {
+  if (config.kafka.brokers == KafkaBrokers::kNone) return kExitOk;
+  kafka->embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
+  if (kafka->embedded) {
+    if (int rc = StartEmbeddedBroker(config, *store, &kafka->broker); rc != kExitOk) return rc;
+  }
+  kafka->bootstrap = kafka->embedded ? kafka->broker->bootstrap() : config.kafka.bootstrap;
+  auto started = Publisher::Start(store, config.kafka, *kafka->bootstrap, kafka->embedded);
+  if (!started.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
+                              << started.status().ToString();
+    return kExitStartupFailure;
+  }
+  kafka->publisher = std::move(*started);
+  FEEDD_LOG(kInfo, "main") << "kafka bootstrap " << *kafka->bootstrap
+                           << (kafka->embedded ? " (embedded, in-memory)" : "");
+  return kExitOk;
+}
+
+// Creates and starts the processors of the configuration (processors.enabled).
+int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka_enabled,
+                    MetricsServer& metrics, std::unique_ptr<ProcessorManager>* processors) {
+  if (!config.processors_enabled) return kExitOk;
+  auto created =
+      ProcessorManager::Create(store, config.processor_settings, kafka_enabled,
+                               config.processors_max_admin_tasks, metrics.ViewCommitObserver());
+  if (!created.ok()) {
+    FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
+    return kExitBadConfig;
+  }
+  *processors = std::move(*created);
+  if (Status s = (*processors)->Start(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start processors: " << s.ToString();
+    (*processors)->Stop();
+    return kExitStartupFailure;
+  }
+  return kExitOk;
+}
+
+ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
+                                 ProcessorManager* processors, MetricsServer& metrics,
+                                 ImportProbe* import_probe) {
+  ApiRouter::Options options;
+  options.publisher = kafka.publisher.get();
+  options.embedded_broker = kafka.embedded;
+  options.processors = processors;
+  options.query_limits = config.query_limits;
+  options.feed_max_page_bytes = config.feed_max_page_bytes;
+  options.query_threads = config.query_threads;
+  options.query_max_queued = config.query_max_queued;
+  options.polls_waiting = metrics.PollsWaitingGauge();
+  options.import_limits.batch_bytes = config.import_batch_bytes;
+  options.import_limits.sync_bytes = config.import_sync_bytes;
+  options.import_limits.max_item_bytes = config.store.max_item_bytes;
+  options.import_max_concurrent = config.import_max_concurrent;
+  options.import_probe = import_probe;
+  return options;
+}
+
+// Serves `handler` on the bound API port; `api` is its address.
+int ServeApi(const DaemonConfig& config, HttpServer& http, HttpHandler* handler, std::string* api) {
+  if (Status status = http.Start(handler); !status.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
+    return kExitStartupFailure;
+  }
+  *api = http.bound_address();
+  FEEDD_LOG(kInfo, "main") << "api listening on " << *api
+                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
+                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
+                                                                        : " (HTTPS, mTLS)");
+  return kExitOk;
+}
+
+// Writes the ready file (when set) and tells systemd.
+int AnnounceReady(const DaemonConfig& config, const std::string& api,
+                  const std::string& metrics_address, const std::optional<std::string>& bootstrap,
+                  SystemdNotifier& notifier) {
+  if (!config.ready_file.empty()) {
+    Status status =
+        WriteFileAtomically(config.ready_file, ReadyFileJson(api, metrics_address, bootstrap));
+    if (!status.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  FEEDD_LOG(kInfo, "main") << "ready";
+  notifier.Ready("serving, api on " + api);
+  return kExitOk;
+}
+
+// SIGHUP: reloads the TLS certificate and the tokens (`auth`, when the API
+// authenticates); a reload that fails keeps what was loaded before.
+void Reload(const DaemonConfig& config, HttpServer& http, AuthHandler* auth) {
+  if (!config.http_tls_cert_file.empty()) {
+    if (Status s = http.ReloadTls(); !s.ok()) {
+      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate, keeping the one "
+                                   "loaded before: "
+                                << s.message();
+    } else {
+      FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate "
+                               << config.http_tls_cert_file << " for new connections";
+    }
+  }
+  if (auth == nullptr) return;
+  Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
+  if (!reloaded.ok()) {
+    FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
+                                 "loaded before: "
+                              << reloaded.status().message();
+    return;
+  }
+  FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
+                           << config.auth_tokens_file;
+  auth->SetTokens(std::move(*reloaded));
+}
+
+// Serves SIGHUP with `reload` until SIGINT or SIGTERM, whose number it
+// returns; then a second signal kills at once (default dispositions).
+int WaitForStopSignal(boost::asio::io_context& signal_io, boost::asio::signal_set& signals,
+                      const std::function<void()>& reload) {
+  int signal_number = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int number) {
+        if (ec) return;
+        if (number != SIGHUP) {
+          signal_number = number;
+          return;
+        }
+        reload();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+  signal_io.run();
+  signals.clear();
+  return signal_number;
+}
+
+int Run(const DaemonConfig& config) {
+  // Installed before anything starts, so a signal during start-up is not
+  // lost: it stops the daemon (or reloads) as soon as it serves.
+  boost::asio::io_context signal_io(1);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::shared_ptr<const TokenSet> tokens;
+  if (int rc = LoadSecurity(config, &tokens); rc != kExitOk) return rc;
+  LogStarting(config);
 
   // Both ports first: a taken one stops start-up before the data directory
   // is opened (and locked). API connections wait in the backlog until the
@@ -165,35 +397,13 @@ int Run(const DaemonConfig& config) {
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
-  if (Status s = http.Listen(); !s.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
-    return kExitStartupFailure;
-  }
-  MetricsServer::BasicAuth metrics_basic_auth;
-  if (config.metrics_authenticate) {
-    metrics_basic_auth = [&metrics_auth](const std::string& user, const std::string& password) {
-      const AuthHandler* auth = metrics_auth.load();
-      return auth != nullptr && auth->Authenticates(user, password);
-    };
-  }
-  Result<std::string> metrics_address = metrics.Start(
-      config.metrics_listen, std::chrono::milliseconds(config.metrics_request_timeout_ms),
-      std::move(metrics_basic_auth));
-  if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
-    return kExitStartupFailure;
+  std::string metrics_address;
+  if (int rc = BindPorts(config, http, metrics, metrics_auth, &metrics_address); rc != kExitOk) {
+    return rc;
   }
 
-  // The store and processors feed the metrics' histograms.
-  StoreOptions store_options = config.store;
-  store_options.on_group_commit = metrics.GroupCommitObserver();
-  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
-  if (!opened.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
-                              << opened.status().ToString();
-    return kExitStartupFailure;
-  }
-  std::unique_ptr<DocumentStore> store = std::move(*opened);
+  std::unique_ptr<DocumentStore> store;
+  if (int rc = OpenStore(config, metrics, &store); rc != kExitOk) return rc;
 
   // systemd (Type=notify, WatchdogSec): no-op without NOTIFY_SOCKET. Declared
   // after `store` so its watchdog thread is joined before the store goes.
@@ -203,86 +413,23 @@ int Run(const DaemonConfig& config) {
   notifier.StartWatchdog(
       [&store] { return store && store->Health().code() != ErrorCode::kStorageError; });
 
-  // Kafka: the embedded broker (in-memory, development and tests) or a real
-  // cluster. The publisher never blocks start-up on the broker.
-  std::unique_ptr<EmbeddedBroker> broker;
-  std::unique_ptr<Publisher> publisher;
-  std::optional<std::string> bootstrap;
-  const bool embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
-  if (config.kafka.brokers != KafkaBrokers::kNone) {
-    if (embedded) {
-      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
-      if (!started.ok()) {
-        FEEDD_LOG(kError, "main") << started.status().ToString();
-        return kExitStartupFailure;
-      }
-      broker = std::move(*started);
-      for (const ContainerSpec& spec : store->containers()) {
-        Status s =
-            broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
-        if (!s.ok()) {
-          FEEDD_LOG(kError, "main") << s.ToString();
-          return kExitStartupFailure;
-        }
-      }
-      if (config.kafka.heartbeat_interval_ms > 0) {
-        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
-          FEEDD_LOG(kError, "main") << s.ToString();
-          return kExitStartupFailure;
-        }
-      }
-    }
-    bootstrap = embedded ? broker->bootstrap() : config.kafka.bootstrap;
-    auto started = Publisher::Start(store.get(), config.kafka, *bootstrap, embedded);
-    if (!started.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
-                                << started.status().ToString();
-      return kExitStartupFailure;
-    }
-    publisher = std::move(*started);
-    FEEDD_LOG(kInfo, "main") << "kafka bootstrap " << *bootstrap
-                             << (embedded ? " (embedded, in-memory)" : "");
-  }
-
-  // Processors: those of the configuration (daemon/options.h, the scenario
-  // rule).
+  Kafka kafka;
+  if (int rc = StartKafka(config, store.get(), &kafka); rc != kExitOk) return rc;
   std::unique_ptr<ProcessorManager> processors;
-  if (config.processors_enabled) {
-    auto created =
-        ProcessorManager::Create(store.get(), config.processor_settings, bootstrap.has_value(),
-                                 config.processors_max_admin_tasks, metrics.ViewCommitObserver());
-    if (!created.ok()) {
-      FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
-      return kExitBadConfig;
-    }
-    processors = std::move(*created);
-    if (Status s = processors->Start(); !s.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot start processors: " << s.ToString();
-      processors->Stop();
-      return kExitStartupFailure;
-    }
+  if (int rc =
+          StartProcessors(config, store.get(), kafka.bootstrap.has_value(), metrics, &processors);
+      rc != kExitOk) {
+    return rc;
   }
 
-  ApiRouter::Options router_options;
-  router_options.publisher = publisher.get();
-  router_options.embedded_broker = embedded;
-  router_options.processors = processors.get();
-  router_options.query_limits = config.query_limits;
-  router_options.feed_max_page_bytes = config.feed_max_page_bytes;
-  router_options.query_threads = config.query_threads;
-  router_options.query_max_queued = config.query_max_queued;
-  router_options.polls_waiting = metrics.PollsWaitingGauge();
-  router_options.import_limits.batch_bytes = config.import_batch_bytes;
-  router_options.import_limits.sync_bytes = config.import_sync_bytes;
-  router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
-  router_options.import_max_concurrent = config.import_max_concurrent;
-  router_options.import_probe = &import_probe;
-  ApiRouter router(store.get(), router_options, http.io_context());
+  ApiRouter router(store.get(),
+                   RouterOptions(config, kafka, processors.get(), metrics, &import_probe),
+                   http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
   HttpHandler* served = &router;
-  if (*tokens) {
-    auth.emplace(&router, &ApiRouter::AccessOf, *tokens, &http_probe);
+  if (tokens) {
+    auth.emplace(&router, &ApiRouter::AccessOf, tokens, &http_probe);
     served = &*auth;
     metrics_auth = &*auth;
   }
@@ -300,86 +447,60 @@ int Run(const DaemonConfig& config) {
     if (processors) processors->admin_tasks().Shutdown();
     http.Stop();
     if (processors) processors->Stop();
-    if (publisher) publisher->Stop();
+    if (kafka.publisher) kafka.publisher->Stop();
     store->Close();
     processors.reset();
     store.reset();
-    publisher.reset();
-    broker.reset();
+    kafka.publisher.reset();
+    kafka.broker.reset();
   };
 
-  Status status = http.Start(&metered_router);
-  if (!status.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
+  std::string api;
+  if (int rc = ServeApi(config, http, &metered_router, &api); rc != kExitOk) {
     shut_down();
-    return kExitStartupFailure;
+    return rc;
   }
-  std::string api = http.bound_address();
-  FEEDD_LOG(kInfo, "main") << "api listening on " << api
-                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
-                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
-                                                                        : " (HTTPS, mTLS)");
 
   // The exposer holds collectables weakly: this one lives until the end.
-  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get(),
-                                                config.store.data_dir);
+  auto state = std::make_shared<StateCollector>(store.get(), kafka.publisher.get(),
+                                                processors.get(), config.store.data_dir);
   metrics.AddCollectable(state);
-  FEEDD_LOG(kInfo, "main") << "metrics on http://" << *metrics_address << "/metrics";
+  FEEDD_LOG(kInfo, "main") << "metrics on http://" << metrics_address << "/metrics";
 
-  if (!config.ready_file.empty()) {
-    status =
-        WriteFileAtomically(config.ready_file, ReadyFileJson(api, *metrics_address, bootstrap));
-    if (!status.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
-      shut_down();
-      return kExitStartupFailure;
-    }
+  if (int rc = AnnounceReady(config, api, metrics_address, kafka.bootstrap, notifier);
+      rc != kExitOk) {
+    shut_down();
+    return rc;
   }
-  FEEDD_LOG(kInfo, "main") << "ready";
-  notifier.Ready("serving, api on " + api);
 
-  auto reload = [&] {
-    if (!config.http_tls_cert_file.empty()) {
-      if (Status s = http.ReloadTls(); !s.ok()) {
-        FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate, keeping the one "
-                                     "loaded before: "
-                                  << s.message();
-      } else {
-        FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate "
-                                 << config.http_tls_cert_file << " for new connections";
-      }
-    }
-    if (!auth) return;
-    Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
-    if (!reloaded.ok()) {
-      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
-                                   "loaded before: "
-                                << reloaded.status().message();
-      return;
-    }
-    FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
-                             << config.auth_tokens_file;
-    auth->SetTokens(std::move(*reloaded));
-  };
-  int signal_number = 0;
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int number) {
-        if (ec) return;
-        if (number != SIGHUP) {
-          signal_number = number;
-          return;
-        }
-        reload();
-        signals.async_wait(on_signal);
-      };
-  signals.async_wait(on_signal);
-  signal_io.run();
-  signals.clear();  // default dispositions again: a second signal kills at once
-
+  int signal_number =
+      WaitForStopSignal(signal_io, signals, [&] { Reload(config, http, auth ? &*auth : nullptr); });
   FEEDD_LOG(kInfo, "main") << "received " << strsignal(signal_number) << ", stopping";
   shut_down();
   if (!config.ready_file.empty()) unlink(config.ready_file.c_str());
   FEEDD_LOG(kInfo, "main") << "stopped";
+  return kExitOk;
+}
+
+// --check-config: what start-up checks before it touches anything.
+int CheckConfig(const DaemonConfig& config) {
+  if (Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config); !tokens.ok()) {
+    std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  if (Status tls = CheckTlsFiles(config); !tls.ok()) {
+    std::cerr << "feedd: cannot load the TLS files (http.tls_*): " << tls.message() << "\n";
+    return kExitBadConfig;
+  }
+  if (config.processors_enabled) {
+    Status s = ProcessorManager::Validate(config.processor_settings, config.store.containers,
+                                          config.kafka.brokers != KafkaBrokers::kNone);
+    if (!s.ok()) {
+      std::cerr << "feedd: " << s.message() << "\n";
+      return kExitBadConfig;
+    }
+  }
+  std::cout << "feedd: configuration OK\n";
   return kExitOk;
 }
 
@@ -415,28 +536,7 @@ int main(int argc, char** argv) {
       return feedd::kExitBadConfig;
     }
   }
-  if (flags.check_config) {
-    if (feedd::Result<std::shared_ptr<const feedd::TokenSet>> tokens = feedd::LoadTokens(*config);
-        !tokens.ok()) {
-      std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
-      return feedd::kExitBadConfig;
-    }
-    if (feedd::Status tls = feedd::CheckTlsFiles(*config); !tls.ok()) {
-      std::cerr << "feedd: cannot load the TLS files (http.tls_*): " << tls.message() << "\n";
-      return feedd::kExitBadConfig;
-    }
-    if (config->processors_enabled) {
-      feedd::Status s =
-          feedd::ProcessorManager::Validate(config->processor_settings, config->store.containers,
-                                            config->kafka.brokers != feedd::KafkaBrokers::kNone);
-      if (!s.ok()) {
-        std::cerr << "feedd: " << s.message() << "\n";
-        return feedd::kExitBadConfig;
-      }
-    }
-    std::cout << "feedd: configuration OK\n";
-    return feedd::kExitOk;
-  }
+  if (flags.check_config) return feedd::CheckConfig(*config);
   feedd::SetLogLevel(config->log_level);
   try {
     return worker ? feedd::RunWorker(*config) : feedd::Run(*config);
