@@ -1,10 +1,12 @@
 #include "daemon/api_router.h"
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <optional>
 #include <vector>
 
 #include "daemon/http_util.h"
@@ -95,100 +97,81 @@ Route MatchRoute(const std::vector<std::string>& s) {
   return route;
 }
 
-std::string_view TemplateOf(RouteKind kind) {
-  switch (kind) {
-    case RouteKind::kContainers:
-      return "/v1/containers";
-    case RouteKind::kItems:
-      return "/v1/containers/{c}/items";
-    case RouteKind::kItem:
-      return "/v1/containers/{c}/items/{pk}/{id}";
-    case RouteKind::kBatch:
-      return "/v1/containers/{c}/partitions/{pk}/batch";
-    case RouteKind::kQuery:
-      return "/v1/containers/{c}/query";
-    case RouteKind::kImport:
-      return "/v1/containers/{c}/import";
-    case RouteKind::kChangeFeed:
-      return "/v1/changefeed";
-    case RouteKind::kFeed:
-      return "/v1/feed";
-    case RouteKind::kProcessors:
-      return "/v1/processors";
-    case RouteKind::kProcessor:
-      return "/v1/processors/{name}";
-    case RouteKind::kParked:
-      return "/v1/processors/{name}/parked";
-    case RouteKind::kReplay:
-      return "/v1/processors/{name}/parked/replay";
-    case RouteKind::kRebuild:
-      return "/v1/processors/{name}/rebuild";
-    case RouteKind::kVerify:
-      return "/v1/processors/{name}/verify";
-    case RouteKind::kPause:
-      return "/v1/processors/{name}/pause";
-    case RouteKind::kResume:
-      return "/v1/processors/{name}/resume";
-    case RouteKind::kReset:
-      return "/v1/processors/{name}/reset";
-    case RouteKind::kJobs:
-      return "/v1/jobs";
-    case RouteKind::kJob:
-      return "/v1/jobs/{id}";
-    case RouteKind::kJobCancel:
-      return "/v1/jobs/{id}/cancel";
-    case RouteKind::kHealthz:
-      return "/healthz";
-    case RouteKind::kReadyz:
-      return "/readyz";
-    case RouteKind::kNone:
-      break;
+// What each route answers: its template (the metrics' route label) and, per
+// method, who may use it (docs/security.md); a method without an entry is
+// answered 405. The one place a route's methods and roles are decided.
+struct MethodAccess {
+  HttpMethod method;
+  Access access;
+};
+
+struct RouteInfo {
+  RouteKind kind;
+  std::string_view path;
+  std::array<std::optional<MethodAccess>, 4> methods;
+};
+
+constexpr MethodAccess kGet{HttpMethod::kGet, Access::kRead};
+constexpr MethodAccess PostFor(Access access) { return {HttpMethod::kPost, access}; }
+
+constexpr std::array kRoutes{
+    RouteInfo{RouteKind::kNone, "other", {}},
+    RouteInfo{RouteKind::kContainers, "/v1/containers", {kGet}},
+    RouteInfo{RouteKind::kItems, "/v1/containers/{c}/items", {PostFor(Access::kWrite)}},
+    RouteInfo{RouteKind::kItem,
+              "/v1/containers/{c}/items/{pk}/{id}",
+              {kGet, MethodAccess{HttpMethod::kPut, Access::kWrite},
+               MethodAccess{HttpMethod::kPatch, Access::kWrite},
+               MethodAccess{HttpMethod::kDelete, Access::kWrite}}},
+    RouteInfo{
+        RouteKind::kBatch, "/v1/containers/{c}/partitions/{pk}/batch", {PostFor(Access::kWrite)}},
+    RouteInfo{RouteKind::kQuery, "/v1/containers/{c}/query", {PostFor(Access::kRead)}},
+    RouteInfo{RouteKind::kImport, "/v1/containers/{c}/import", {PostFor(Access::kWrite)}},
+    RouteInfo{RouteKind::kChangeFeed, "/v1/changefeed", {kGet}},
+    RouteInfo{RouteKind::kFeed, "/v1/feed", {kGet}},
+    RouteInfo{RouteKind::kProcessors, "/v1/processors", {kGet}},
+    RouteInfo{RouteKind::kProcessor, "/v1/processors/{name}", {kGet}},
+    RouteInfo{RouteKind::kParked, "/v1/processors/{name}/parked", {kGet}},
+    RouteInfo{RouteKind::kReplay, "/v1/processors/{name}/parked/replay", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kRebuild, "/v1/processors/{name}/rebuild", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kVerify, "/v1/processors/{name}/verify", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kPause, "/v1/processors/{name}/pause", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kResume, "/v1/processors/{name}/resume", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kReset, "/v1/processors/{name}/reset", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kJobs, "/v1/jobs", {kGet}},
+    RouteInfo{RouteKind::kJob, "/v1/jobs/{id}", {kGet}},
+    RouteInfo{RouteKind::kJobCancel, "/v1/jobs/{id}/cancel", {PostFor(Access::kAdmin)}},
+    RouteInfo{RouteKind::kHealthz, "/healthz", {MethodAccess{HttpMethod::kGet, Access::kOpen}}},
+    RouteInfo{RouteKind::kReadyz, "/readyz", {MethodAccess{HttpMethod::kGet, Access::kOpen}}},
+};
+
+constexpr bool EveryKindInItsPlace() {
+  for (size_t i = 0; i < kRoutes.size(); ++i) {
+    if (static_cast<size_t>(kRoutes[i].kind) != i) return false;
   }
-  return "other";
+  return kRoutes.size() == static_cast<size_t>(RouteKind::kReadyz) + 1;
+}
+static_assert(EveryKindInItsPlace(), "kRoutes lists every RouteKind, in the enum's order");
+
+const RouteInfo& InfoOf(RouteKind kind) { return kRoutes[static_cast<size_t>(kind)]; }
+
+// Who may use `method` on the route; nullopt when the route does not answer it.
+std::optional<Access> AccessFor(RouteKind kind, HttpMethod method) {
+  for (const std::optional<MethodAccess>& m : InfoOf(kind).methods) {
+    if (m && m->method == method) return m->access;
+  }
+  return std::nullopt;
 }
 
 // The methods a route answers, as the Allow header lists them.
-std::string_view AllowedMethods(RouteKind kind) {
-  switch (kind) {
-    case RouteKind::kItems:
-    case RouteKind::kBatch:
-    case RouteKind::kQuery:
-    case RouteKind::kImport:
-    case RouteKind::kReplay:
-    case RouteKind::kRebuild:
-    case RouteKind::kVerify:
-    case RouteKind::kPause:
-    case RouteKind::kResume:
-    case RouteKind::kReset:
-    case RouteKind::kJobCancel:
-      return "POST";
-    case RouteKind::kItem:
-      return "GET, PUT, PATCH, DELETE";
-    default:
-      return "GET";
+std::string AllowedMethods(RouteKind kind) {
+  std::string allow;
+  for (const std::optional<MethodAccess>& m : InfoOf(kind).methods) {
+    if (!m) continue;
+    if (!allow.empty()) allow += ", ";
+    allow += HttpMethodName(m->method);
   }
-}
-
-bool IsAllowed(RouteKind kind, HttpMethod method) {
-  switch (kind) {
-    case RouteKind::kItems:
-    case RouteKind::kBatch:
-    case RouteKind::kQuery:
-    case RouteKind::kImport:
-    case RouteKind::kReplay:
-    case RouteKind::kRebuild:
-    case RouteKind::kVerify:
-    case RouteKind::kPause:
-    case RouteKind::kResume:
-    case RouteKind::kReset:
-    case RouteKind::kJobCancel:
-      return method == HttpMethod::kPost;
-    case RouteKind::kItem:
-      return method == HttpMethod::kGet || method == HttpMethod::kPut ||
-             method == HttpMethod::kPatch || method == HttpMethod::kDelete;
-    default:
-      return method == HttpMethod::kGet;
-  }
+  return allow;
 }
 
 std::string ContainersJson(const std::vector<ContainerSpec>& containers) {
@@ -220,7 +203,7 @@ std::string_view ApiRouter::RouteTemplate(std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
   Result<std::vector<std::string>> segments = SplitPath(path);
   if (!segments.ok()) return "other";
-  return TemplateOf(MatchRoute(*segments).kind);
+  return InfoOf(MatchRoute(*segments).kind).path;
 }
 
 Access ApiRouter::AccessOf(std::string_view target, HttpMethod method) {
@@ -228,44 +211,9 @@ Access ApiRouter::AccessOf(std::string_view target, HttpMethod method) {
   Result<std::vector<std::string>> segments = SplitPath(path);
   if (!segments.ok()) return Access::kRead;
   RouteKind kind = MatchRoute(*segments).kind;
-  if (!IsAllowed(kind, method)) {
-    // /healthz and /readyz answer 405 to anyone; elsewhere a token is needed.
-    return kind == RouteKind::kHealthz || kind == RouteKind::kReadyz ? Access::kOpen
-                                                                     : Access::kRead;
-  }
-  switch (kind) {
-    case RouteKind::kHealthz:
-    case RouteKind::kReadyz:
-      return Access::kOpen;
-    case RouteKind::kItems:
-    case RouteKind::kBatch:
-    case RouteKind::kImport:
-      return Access::kWrite;
-    case RouteKind::kItem:
-      return method == HttpMethod::kGet ? Access::kRead : Access::kWrite;
-    case RouteKind::kReplay:
-    case RouteKind::kRebuild:
-    case RouteKind::kVerify:
-    case RouteKind::kPause:
-    case RouteKind::kResume:
-    case RouteKind::kReset:
-    case RouteKind::kJobCancel:
-      return Access::kAdmin;
-    // Every kind is named (no default), so a new route does not compile
-    // into a class without a decision (-Wswitch).
-    case RouteKind::kNone:
-    case RouteKind::kContainers:
-    case RouteKind::kQuery:
-    case RouteKind::kChangeFeed:
-    case RouteKind::kFeed:
-    case RouteKind::kProcessors:
-    case RouteKind::kProcessor:
-    case RouteKind::kParked:
-    case RouteKind::kJobs:
-    case RouteKind::kJob:
-      return Access::kRead;
-  }
-  return Access::kRead;
+  if (std::optional<Access> access = AccessFor(kind, method)) return *access;
+  // /healthz and /readyz answer 405 to anyone; elsewhere a token is needed.
+  return kind == RouteKind::kHealthz || kind == RouteKind::kReadyz ? Access::kOpen : Access::kRead;
 }
 
 void ApiRouter::Handle(HttpRequest request, Responder responder) {
@@ -282,11 +230,11 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
     return responder.Send(
         ErrorResponse(Status(ErrorCode::kNotFound, "no such path: " + std::string(path))));
   }
-  if (!IsAllowed(route.kind, request.method)) {
+  if (!AccessFor(route.kind, request.method)) {
+    std::string allow = AllowedMethods(route.kind);
     HttpResponse response =
-        ErrorResponse(Status(ErrorCode::kMethodNotAllowed,
-                             "allowed methods: " + std::string(AllowedMethods(route.kind))));
-    response.headers.push_back({"Allow", std::string(AllowedMethods(route.kind))});
+        ErrorResponse(Status(ErrorCode::kMethodNotAllowed, "allowed methods: " + allow));
+    response.headers.push_back({"Allow", std::move(allow)});
     return responder.Send(std::move(response));
   }
 

@@ -28,6 +28,7 @@
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
+#include "daemon/long_poll_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -38,6 +39,8 @@
 #include "feed/kafka_message.h"
 #include "feed/publisher.h"
 #include "processors/processor_manager.h"
+#include "processors/view_commit_probe.h"
+#include "storage/commit_probe.h"
 #include "storage/document_store.h"
 #include "util/atomic_file.h"
 #include "util/logging.h"
@@ -182,11 +185,11 @@ int BindPorts(const DaemonConfig& config, HttpServer& http, MetricsServer& metri
   return kExitOk;
 }
 
-// Opens the store; its group commits feed the metrics' histograms.
-int OpenStore(const DaemonConfig& config, MetricsServer& metrics,
+// Opens the store; its group commits feed `commit_probe`.
+int OpenStore(const DaemonConfig& config, CommitProbe& commit_probe,
               std::unique_ptr<DocumentStore>* store) {
   StoreOptions store_options = config.store;
-  store_options.on_group_commit = metrics.GroupCommitObserver();
+  store_options.on_group_commit = commit_probe.Observer();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
   if (!opened.ok()) {
     FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
@@ -257,11 +260,12 @@ int StartKafka(const DaemonConfig& config, DocumentStore* store, Kafka* kafka) {
 
 // Creates and starts the processors of the configuration (processors.enabled).
 int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka_enabled,
-                    MetricsServer& metrics, std::unique_ptr<ProcessorManager>* processors) {
+                    ViewCommitProbe& view_commit_probe,
+                    std::unique_ptr<ProcessorManager>* processors) {
   if (!config.processors_enabled) return kExitOk;
   auto created =
       ProcessorManager::Create(store, config.processor_settings, kafka_enabled,
-                               config.processors_max_admin_tasks, metrics.ViewCommitObserver());
+                               config.processors_max_admin_tasks, view_commit_probe.Observer());
   if (!created.ok()) {
     FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
     return kExitBadConfig;
@@ -276,7 +280,7 @@ int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka
 }
 
 ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
-                                 ProcessorManager* processors, MetricsServer& metrics,
+                                 ProcessorManager* processors, LongPollProbe& long_poll_probe,
                                  ImportProbe* import_probe) {
   ApiRouter::Options options;
   options.publisher = kafka.publisher.get();
@@ -286,7 +290,7 @@ ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
   options.feed_max_page_bytes = config.feed_max_page_bytes;
   options.query_threads = config.query_threads;
   options.query_max_queued = config.query_max_queued;
-  options.polls_waiting = metrics.PollsWaitingGauge();
+  options.polls_waiting = long_poll_probe.waiting();
   options.import_limits.batch_bytes = config.import_batch_bytes;
   options.import_limits.sync_bytes = config.import_sync_bytes;
   options.import_limits.max_item_bytes = config.store.max_item_bytes;
@@ -396,6 +400,11 @@ int Run(const DaemonConfig& config) {
   // Before the server: an import's last callbacks may run as its
   // io_context is destroyed.
   ImportProbe import_probe(metrics.registry());
+  // Before the store, the processors and the router, which report to them
+  // until they go.
+  CommitProbe commit_probe(metrics.registry());
+  ViewCommitProbe view_commit_probe(metrics.registry());
+  LongPollProbe long_poll_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   std::string metrics_address;
   if (int rc = BindPorts(config, http, metrics, metrics_auth, &metrics_address); rc != kExitOk) {
@@ -403,7 +412,7 @@ int Run(const DaemonConfig& config) {
   }
 
   std::unique_ptr<DocumentStore> store;
-  if (int rc = OpenStore(config, metrics, &store); rc != kExitOk) return rc;
+  if (int rc = OpenStore(config, commit_probe, &store); rc != kExitOk) return rc;
 
   // systemd (Type=notify, WatchdogSec): no-op without NOTIFY_SOCKET. Declared
   // after `store` so its watchdog thread is joined before the store goes.
@@ -416,14 +425,14 @@ int Run(const DaemonConfig& config) {
   Kafka kafka;
   if (int rc = StartKafka(config, store.get(), &kafka); rc != kExitOk) return rc;
   std::unique_ptr<ProcessorManager> processors;
-  if (int rc =
-          StartProcessors(config, store.get(), kafka.bootstrap.has_value(), metrics, &processors);
+  if (int rc = StartProcessors(config, store.get(), kafka.bootstrap.has_value(), view_commit_probe,
+                               &processors);
       rc != kExitOk) {
     return rc;
   }
 
   ApiRouter router(store.get(),
-                   RouterOptions(config, kafka, processors.get(), metrics, &import_probe),
+                   RouterOptions(config, kafka, processors.get(), long_poll_probe, &import_probe),
                    http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
@@ -462,8 +471,8 @@ int Run(const DaemonConfig& config) {
   }
 
   // The exposer holds collectables weakly: this one lives until the end.
-  auto state = std::make_shared<StateCollector>(store.get(), kafka.publisher.get(),
-                                                processors.get(), config.store.data_dir);
+  auto state =
+      std::make_shared<StateCollector>(store.get(), kafka.publisher.get(), processors.get());
   metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on http://" << metrics_address << "/metrics";
 

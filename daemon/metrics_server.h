@@ -1,18 +1,15 @@
-// MetricsServer: the Prometheus registry of the daemon, the metrics fed
-// from hot paths (group commits, commit-to-view latency, parked long
-// polls), and the pull exposer serving /metrics on metrics.listen
-// (docs/metrics.md): CivetWeb with two serving threads, no keep-alive, and a
-// request timeout, so that a client that sends or reads nothing holds a
-// thread for that long at most.
+// MetricsServer: the Prometheus registry in which the modules' probes
+// register their families (docs/metrics.md), and the pull exposer serving
+// it on metrics.listen: CivetWeb with two serving threads, no keep-alive,
+// and a request timeout, so that a client that sends or reads nothing holds
+// a thread for that long at most.
 //
-// Thread-safety: the observer functions may be called from any thread.
+// Thread-safety: the registry may be used from any thread.
 // Ownership: owns the registry and exposer; a collectable given to
 // AddCollectable() is shared with the exposer.
 #pragma once
 
 #include <prometheus/exposer.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <chrono>
@@ -31,13 +28,6 @@ class MetricsServer {
   ~MetricsServer();
 
   prometheus::Registry& registry() { return *registry_; }
-
-  // StoreOptions::on_group_commit.
-  std::function<void(size_t requests, double seconds)> GroupCommitObserver();
-  // ProcessorManager::Create's on_view_committed.
-  std::function<void(const std::string& processor, double seconds)> ViewCommitObserver();
-  // ApiRouter::Options::polls_waiting.
-  prometheus::Gauge* PollsWaitingGauge() { return &polls_waiting_; }
 
   // Checks HTTP basic authentication (user, password) of a /metrics request;
   // called on the serving threads.
@@ -59,10 +49,6 @@ class MetricsServer {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Histogram& group_requests_;
-  prometheus::Histogram& commit_seconds_;
-  prometheus::Family<prometheus::Histogram>& view_seconds_;
-  prometheus::Gauge& polls_waiting_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

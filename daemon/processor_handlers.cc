@@ -7,6 +7,7 @@
 
 #include "daemon/api_router.h"
 #include "daemon/http_util.h"
+#include "daemon/reset_params.h"
 #include "util/http_client.h"
 
 namespace feedd {
@@ -176,32 +177,6 @@ void ApiRouter::Pause(ProcessorInstance& instance, bool pause, Responder respond
   }
   responder.Send(JsonResponse(200, boost::json::serialize(StatusJson(instance.GetStatus()))));
 }
-
-namespace {
-
-// ?lsn=N|oldest (`oldest`: the LSN before the oldest the feed retains). Any
-// other parameter or value is invalid_request.
-Result<Lsn> ParseResetLsn(std::string_view query, Lsn oldest_retained) {
-  Result<std::vector<QueryParam>> params = ParseQueryString(query);
-  if (!params.ok()) return params.status();
-  std::optional<std::string> text;
-  for (const QueryParam& p : *params) {
-    if (p.name != "lsn") {
-      return Status(ErrorCode::kInvalidRequest, "unknown parameter '" + p.name + "'");
-    }
-    text = p.value;
-  }
-  if (!text) return Status(ErrorCode::kInvalidRequest, "lsn is required: ?lsn=N or ?lsn=oldest");
-  if (*text == "oldest") return oldest_retained - 1;
-  Lsn lsn = 0;
-  if (!ParseUint64(*text, &lsn)) {
-    return Status(ErrorCode::kInvalidRequest,
-                  "lsn must be a non-negative integer or 'oldest', not '" + *text + "'");
-  }
-  return lsn;
-}
-
-}  // namespace
 
 void ApiRouter::Reset(ProcessorInstance& instance, std::string_view query, Responder responder) {
   Result<Lsn> lsn = ParseResetLsn(query, store_->OldestRetainedLsn());

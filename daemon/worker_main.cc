@@ -10,9 +10,10 @@
 
 #include "daemon/metrics_server.h"
 #include "daemon/systemd_notifier.h"
-#include "daemon/worker_collector.h"
 #include "processors/http_view_context.h"
 #include "processors/processor_manager.h"
+#include "processors/view_commit_probe.h"
+#include "processors/worker_probe.h"
 #include "util/http_client.h"
 #include "util/json_parse.h"
 #include "util/logging.h"
@@ -123,6 +124,7 @@ int RunWorker(const DaemonConfig& config) {
   }
 
   MetricsServer metrics;
+  ViewCommitProbe view_commit_probe(metrics.registry());
   WorkerOptions options;
   options.api = config.worker_api;
   options.api_security = *security;
@@ -130,7 +132,7 @@ int RunWorker(const DaemonConfig& config) {
       KafkaConsumerConfig{bootstrap, config.kafka.topic_prefix, config.kafka.properties};
   auto created =
       ProcessorManager::CreateWorkers(config.processor_settings, *containers, options,
-                                      config.worker_processors, metrics.ViewCommitObserver());
+                                      config.worker_processors, view_commit_probe.Observer());
   if (!created.ok()) {
     FEEDD_LOG(kError, "worker") << "bad processor configuration: " << created.status().message();
     return finish(kExitBadConfig);
@@ -171,7 +173,7 @@ int RunWorker(const DaemonConfig& config) {
     }
   }
   // The exposer holds collectables weakly: this one lives until the end.
-  auto collector = std::make_shared<WorkerCollector>(&workers);
+  auto collector = std::make_shared<WorkerProbe>(&workers);
   auto address = metrics.Start(config.worker_metrics_listen,
                                std::chrono::milliseconds(config.metrics_request_timeout_ms));
   if (!address.ok()) {

@@ -8,7 +8,7 @@ namespace feedd {
 
 Result<Change> ParseChange(std::string_view envelope_json) {
   Result<boost::json::value> v = ParseJson(envelope_json);
-  const boost::json::object* o = v.ok() ? v->if_object() : nullptr;
+  boost::json::object* o = v.ok() ? v->if_object() : nullptr;
   auto bad = [](const char* what) {
     return Status(ErrorCode::kInvalidRequest, std::string("bad change envelope: ") + what);
   };
@@ -39,8 +39,11 @@ Result<Change> ParseChange(std::string_view envelope_json) {
   c.id = std::string(id->get_string());
   if (const auto* ts = o->if_contains("ts"); ts && ts->is_number())
     c.ts_ms = ts->to_number<uint64_t>();
-  if (const auto* b = o->if_contains("before"); b && b->is_object()) c.before = b->get_object();
-  if (const auto* a = o->if_contains("after"); a && a->is_object()) c.after = a->get_object();
+  // The images are moved out of the parsed envelope (same memory resource),
+  // not copied: a processor parses every change of its sources.
+  if (auto* b = o->if_contains("before"); b && b->is_object())
+    c.before = std::move(b->get_object());
+  if (auto* a = o->if_contains("after"); a && a->is_object()) c.after = std::move(a->get_object());
   return c;
 }
 

@@ -38,3 +38,9 @@ target_link_libraries(ndjson_lines_test PRIVATE feedd_http_api GTest::gtest_main
 gtest_discover_tests(ndjson_lines_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(reset_params_test ${CMAKE_CURRENT_LIST_DIR}/reset_params_test.cc)
+target_link_libraries(reset_params_test PRIVATE feedd_http_api GTest::gtest_main)
+gtest_discover_tests(reset_params_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)

@@ -1,4 +1,4 @@
-// WorkerCollector: the metrics of a `feedd worker` process, read at scrape
+// WorkerProbe: the metrics of a `feedd worker` process, read at scrape
 // time from its ProcessorWorkers (docs/metrics.md, "feedd worker").
 //
 // Thread-safety: Collect() may run concurrently with the workers.
@@ -14,9 +14,9 @@
 
 namespace feedd {
 
-class WorkerCollector : public prometheus::Collectable {
+class WorkerProbe : public prometheus::Collectable {
  public:
-  explicit WorkerCollector(const std::vector<std::unique_ptr<ProcessorWorker>>* workers)
+  explicit WorkerProbe(const std::vector<std::unique_ptr<ProcessorWorker>>* workers)
       : workers_(workers) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;

@@ -1,5 +1,6 @@
 // Families: builds the prometheus::MetricFamily list that a Collectable
-// returns at scrape time, one sample at a time.
+// returns at scrape time, one sample at a time. Header-only: a module that
+// uses it links prometheus-cpp::core itself (the modules' probes do).
 //
 // Thread-safety: one instance per Collect() call.
 #pragma once

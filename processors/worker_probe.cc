@@ -1,10 +1,10 @@
-#include "daemon/worker_collector.h"
+#include "processors/worker_probe.h"
 
-#include "daemon/metric_families.h"
+#include "util/metric_families.h"
 
 namespace feedd {
 
-std::vector<prometheus::MetricFamily> WorkerCollector::Collect() const {
+std::vector<prometheus::MetricFamily> WorkerProbe::Collect() const {
   metrics::Families f;
   for (const auto& worker : *workers_) {
     WorkerStatus s = worker->GetStatus();

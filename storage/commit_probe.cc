@@ -1,0 +1,31 @@
+#include "storage/commit_probe.h"
+
+namespace feedd {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries kGroupSizes = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+const prometheus::Histogram::BucketBoundaries kCommitSeconds = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+
+}  // namespace
+
+CommitProbe::CommitProbe(prometheus::Registry& registry)
+    : group_requests_(prometheus::BuildHistogram()
+                          .Name("feedd_storage_commit_group_requests")
+                          .Help("Write requests per group commit (one WriteBatch, one fsync)")
+                          .Register(registry)
+                          .Add({}, kGroupSizes)),
+      commit_seconds_(prometheus::BuildHistogram()
+                          .Name("feedd_storage_commit_duration_seconds")
+                          .Help("RocksDB write (and fsync when storage.sync) of one group")
+                          .Register(registry)
+                          .Add({}, kCommitSeconds)) {}
+
+std::function<void(size_t, double)> CommitProbe::Observer() {
+  return [this](size_t requests, double seconds) {
+    group_requests_.Observe(static_cast<double>(requests));
+    commit_seconds_.Observe(seconds);
+  };
+}
+
+}  // namespace feedd

@@ -1,0 +1,32 @@
+// CommitProbe: the group-commit histograms of docs/metrics.md ("Storage"):
+// requests per group commit and the seconds RocksDB's write (and fsync)
+// took, observed as the commit thread reports each group
+// (StoreOptions::on_group_commit).
+//
+// Thread-safety: Observer()'s function may be called from any thread.
+// Ownership: registers its families in the registry, which must outlive the
+// probe and the function Observer() returns; the probe must outlive the
+// store it observes.
+#pragma once
+
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace feedd {
+
+class CommitProbe {
+ public:
+  explicit CommitProbe(prometheus::Registry& registry);
+
+  // For StoreOptions::on_group_commit.
+  std::function<void(size_t requests, double seconds)> Observer();
+
+ private:
+  prometheus::Histogram& group_requests_;
+  prometheus::Histogram& commit_seconds_;
+};
+
+}  // namespace feedd

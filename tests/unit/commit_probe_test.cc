@@ -1,0 +1,82 @@
+// CommitProbe: every group commit a store reports lands in the histograms
+// of docs/metrics.md, with their documented buckets.
+#include "storage/commit_probe.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/container_spec.h"
+#include "storage/prepared_item.h"
+#include "test_util.h"
+#include "tests/blog_scenario.h"
+
+namespace feedd {
+namespace {
+
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using testutil::Obj;
+using testutil::TempDir;
+
+const prometheus::ClientMetric::Histogram* Histogram(const std::vector<MetricFamily>& families,
+                                                     const std::string& name) {
+  for (const auto& f : families) {
+    if (f.name == name && f.type == MetricType::Histogram && f.metric.size() == 1) {
+      return &f.metric[0].histogram;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<double> Bounds(const prometheus::ClientMetric::Histogram& h) {
+  std::vector<double> bounds;
+  for (const auto& b : h.bucket) bounds.push_back(b.upper_bound);
+  return bounds;
+}
+
+TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
+  prometheus::Registry registry;
+  CommitProbe probe(registry);
+  TempDir dir;
+  StoreOptions o;
+  o.data_dir = dir.path();
+  o.containers = BlogContainers();
+  o.sync = false;
+  o.on_group_commit = probe.Observer();
+  auto store = DocumentStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (const char* id : {"u1", "u2"}) {
+    auto item = PrepareItem(*(*store)->FindContainer("users"),
+                            Obj(std::string(R"({"id":")") + id + R"(","userId":")" + id + "\"}"),
+                            std::nullopt, std::nullopt, 1 << 20);
+    ASSERT_TRUE(item.ok()) << item.status().ToString();
+    WriteOp op;
+    op.kind = WriteOpKind::kCreate;
+    op.id = id;
+    op.item = std::move(*item);
+    ASSERT_TRUE((*store)->Write({"users", id, {op}}).status.ok());
+  }
+  (*store)->Close();
+
+  const std::vector<MetricFamily> families = registry.Collect();
+  const auto* groups = Histogram(families, "feedd_storage_commit_group_requests");
+  const auto* seconds = Histogram(families, "feedd_storage_commit_duration_seconds");
+  ASSERT_NE(groups, nullptr);
+  ASSERT_NE(seconds, nullptr);
+  // Two writes one after the other: two groups of one request each.
+  EXPECT_EQ(groups->sample_count, 2u);
+  EXPECT_EQ(groups->sample_sum, 2);
+  EXPECT_EQ(seconds->sample_count, 2u);
+  EXPECT_GT(seconds->sample_sum, 0);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Bounds(*groups), (std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, inf}));
+  EXPECT_EQ(Bounds(*seconds), (std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                   0.01, 0.025, 0.05, 0.1, 0.25, 1, inf}));
+}
+
+}  // namespace
+}  // namespace feedd
