@@ -258,6 +258,15 @@ int StartKafka(const DaemonConfig& config, DocumentStore* store, Kafka* kafka) {
   return kExitOk;
 }
 
+// What is wrong with the processors and containers of `config`, and, when it
+// declares them, that none comes from the default scenario.
+std::string ScenarioError(const DaemonConfig& config, const Status& status) {
+  if (config.default_scenario) return status.message();
+  return status.message() +
+         " (the configuration declares its containers and processors, so none comes from the "
+         "built-in configs/feedd.conf: docs/configuration.md)";
+}
+
 // Creates and starts the processors of the configuration (processors.enabled).
 int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka_enabled,
                     ViewCommitProbe& view_commit_probe,
@@ -267,7 +276,8 @@ int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka
       ProcessorManager::Create(store, config.processor_settings, kafka_enabled,
                                config.processors_max_admin_tasks, view_commit_probe.Observer());
   if (!created.ok()) {
-    FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
+    FEEDD_LOG(kError, "main") << "bad processor configuration: "
+                              << ScenarioError(config, created.status());
     return kExitBadConfig;
   }
   *processors = std::move(*created);
@@ -505,7 +515,7 @@ int CheckConfig(const DaemonConfig& config) {
     Status s = ProcessorManager::Validate(config.processor_settings, config.store.containers,
                                           config.kafka.brokers != KafkaBrokers::kNone);
     if (!s.ok()) {
-      std::cerr << "feedd: " << s.message() << "\n";
+      std::cerr << "feedd: " << ScenarioError(config, s) << "\n";
       return kExitBadConfig;
     }
   }

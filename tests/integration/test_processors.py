@@ -1617,6 +1617,7 @@ class ScenarioConfigTest(FeeddTestCase):
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("container feed is written by processors only", r.stderr)
+            self.assertIn("none comes from the built-in configs/feedd.conf", r.stderr)
 
 
 if __name__ == "__main__":
