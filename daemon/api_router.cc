@@ -195,6 +195,7 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
       options_(std::move(options)),
       io_(io),
       containers_json_(ContainersJson(store->containers())),
+      import_jobs_(std::max<size_t>(options_.import_max_concurrent, 1)),
       queries_(options_.query_threads, options_.query_max_queued) {}
 
 ApiRouter::~ApiRouter() = default;
@@ -368,6 +369,10 @@ std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
   if (stopping_) {
     return ImportStream::Refuse(Status(ErrorCode::kUnavailable, "the daemon is shutting down"));
   }
+  if (params->as_job && options_.jobs == nullptr) {
+    return ImportStream::Refuse(
+        Status(ErrorCode::kUnavailable, "this daemon keeps no jobs; import without job=true"));
+  }
   ImportProbe* const probe = options_.import_probe;
   size_t running = imports_running_->load();
   do {
@@ -380,11 +385,28 @@ std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
     }
   } while (!imports_running_->compare_exchange_weak(running, running + 1));
   if (probe != nullptr) probe->Started();
-  return ImportStream::Create(store_, *spec, *params, options_.import_limits, io_,
-                              [running_imports = imports_running_, probe](const ImportTotals& t) {
-                                --*running_imports;
-                                if (probe != nullptr) probe->Finished(t);
-                              });
+  // The import's place among import.max_concurrent, given back (and the
+  // running gauge lowered) when the last holder lets it go.
+  std::shared_ptr<void> slot(nullptr, [running_imports = imports_running_, probe](void*) {
+    --*running_imports;
+    if (probe != nullptr) probe->Ended();
+  });
+  if (!params->as_job) {
+    return ImportStream::Create(store_, *spec, *params, options_.import_limits, io_,
+                                [slot, probe](const ImportTotals& totals) {
+                                  if (probe != nullptr) probe->Finished(totals);
+                                });
+  }
+  std::string spool =
+      options_.import_spool_dir + "/" + std::to_string(++spools_created_) + ".ndjson";
+  return ImportSpool::Create(
+      std::move(spool), options_.import_spool_max_bytes,
+      [this, spec = *spec, params = *params, slot](SpooledBody body, Responder responder) {
+        StartImportJob(spec, params, std::move(body), slot, std::move(responder));
+      },
+      [probe](std::string_view reason) {
+        if (probe != nullptr) probe->Refused(reason);
+      });
 }
 
 }  // namespace feedd

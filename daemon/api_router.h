@@ -2,7 +2,8 @@
 // route, validates it, and answers from the store.
 //
 // Files: api_router.cc (routing, containers, health), processor_handlers.cc
-// (processors, starting rebuild and verify jobs), job_handlers.cc (jobs),
+// (processors, starting rebuild and verify jobs), job_handlers.cc (jobs,
+// starting import jobs),
 // write_handlers.cc (POST/PUT/PATCH/DELETE items, batch), read_handlers.cc
 // (GET item, query, read-your-writes), feed_handlers.cc (change feed with
 // long-poll, feed info).
@@ -38,9 +39,11 @@
 #include "daemon/auth_tokens.h"
 #include "daemon/http_handler.h"
 #include "daemon/import_probe.h"
+#include "daemon/import_spool.h"
 #include "daemon/import_stream.h"
 #include "daemon/query_executor.h"
 #include "feed/publisher.h"
+#include "processors/admin_tasks.h"
 #include "processors/jobs.h"
 #include "processors/processor_manager.h"
 #include "storage/document_store.h"
@@ -86,6 +89,15 @@ class ApiRouter : public HttpHandler {
     size_t import_max_concurrent = 2;
     // Not owned; nullptr reports nothing. Must outlive the io_context.
     ImportProbe* import_probe = nullptr;
+    // Import jobs (?job=true) spool their body into files of this directory
+    // (daemon/import_spool.h), each at most import_spool_max_bytes
+    // (import.spool_max_mb).
+    std::string import_spool_dir;
+    uint64_t import_spool_max_bytes = 4ull << 30;
+    // The jobs (GET /v1/jobs): the processors' registry, or the daemon's
+    // when there are no processors. Not owned; outlives the router. nullptr:
+    // no jobs (import jobs are refused 503).
+    JobRegistry* jobs = nullptr;
   };
 
   ApiRouter(DocumentStore* store, Options options, boost::asio::io_context& io);
@@ -108,6 +120,10 @@ class ApiRouter : public HttpHandler {
   // Answers every parked long poll and read-your-writes wait now; /readyz
   // answers 503 from now on.
   void OnServerStopping() override;
+  // Stops the running import jobs (they end failed, `unavailable`) and
+  // joins them. Call before the HTTP server stops: their last batches are
+  // answered on its I/O threads.
+  void StopImportJobs() { import_jobs_.Shutdown(); }
 
  private:
   friend class ChangeFeedPoll;
@@ -174,6 +190,11 @@ class ApiRouter : public HttpHandler {
   void CancelJob(std::string_view id, Responder responder);
   // 202 with the job and its Location.
   HttpResponse JobAccepted(const Job& job) const;
+  // Starts the import job of a spooled body on import_jobs_ and answers 202
+  // with it (503 when the daemon is shutting down). `slot` holds the
+  // import's place among import.max_concurrent until its run has reported.
+  void StartImportJob(const ContainerSpec& spec, ImportParams params, SpooledBody body,
+                      std::shared_ptr<void> slot, Responder responder);
 
   // feed_handlers.cc
   void ChangeFeed(std::string_view query, Responder responder);
@@ -194,6 +215,9 @@ class ApiRouter : public HttpHandler {
   // callbacks are destroyed with the io_context).
   const std::shared_ptr<std::atomic<size_t>> imports_running_ =
       std::make_shared<std::atomic<size_t>>(0);
+  std::atomic<uint64_t> spools_created_{0};  // names the spool files
+  // The import jobs' threads (their number is bounded by imports_running_).
+  AdminTasks import_jobs_;
 
   QueryExecutor queries_;
 

@@ -15,9 +15,10 @@
 // call, a job failed or verify found differences, 2 usage error, 3 the daemon
 // could not be reached.
 //
-// rebuild and verify run as jobs in the daemon (docs/api.md, "Jobs"):
-// feedctl starts one, polls it until it ends and shows its progress on
-// stderr. Ctrl-C (the default SIGINT) ends feedctl only; the job runs on.
+// rebuild, verify and import run as jobs in the daemon (docs/api.md,
+// "Jobs"): feedctl starts one (an import once it has uploaded the file),
+// polls it until it ends and shows its progress on stderr. Ctrl-C (the
+// default SIGINT) ends feedctl only; the job runs on.
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,13 +74,12 @@ class Session {
  public:
   Session(std::string api, bool json, feedd::ImportCommand import = {},
           feedd::HttpClientSecurity security = {})
-      : https_(security.tls != nullptr),
-        http_(std::move(api), kTimeout, std::move(security)),
+      : http_(std::move(api), kTimeout, std::move(security)),
         json_(json),
         import_(std::move(import)) {}
   const std::string& api() const { return http_.address(); }
   bool json() const { return json_; }
-  bool https() const { return https_; }
+  feedd::HttpClient& http() { return http_; }
   // import's options (--if-exists, --on-error, --no-progress).
   const feedd::ImportCommand& import() const { return import_; }
 
@@ -87,11 +87,15 @@ class Session {
   Reply Call(std::string_view method, const std::string& target) {
     auto reply = http_.Send(method, target, method == "POST" ? "{}" : "");
     if (!reply.ok()) throw Unreachable(reply.status().message());
+    return ReplyOf(*reply);
+  }
+
+  static Reply ReplyOf(const feedd::HttpReply& reply) {
     Reply out;
-    out.status = reply->status;
-    feedd::Result<boost::json::value> body = feedd::ParseJson(reply->body);
+    out.status = reply.status;
+    feedd::Result<boost::json::value> body = feedd::ParseJson(reply.body);
     if (body.ok()) out.body = std::move(*body);
-    out.error = feedd::StatusOfReply(*reply);
+    out.error = feedd::StatusOfReply(reply);
     return out;
   }
 
@@ -112,7 +116,6 @@ class Session {
   }
 
  private:
-  bool https_;
   feedd::HttpClient http_;
   bool json_;
   feedd::ImportCommand import_;
@@ -159,22 +162,40 @@ std::string JobPath(const std::string& id, std::string_view rest = {}) {
   return path;
 }
 
-// "1200/2660 items (45%), 400 items/s, ETA 4 s" (what is known of it).
+// What a job works on: its processor, or its container (an import).
+std::string Subject(const boost::json::object& job) {
+  const boost::json::value* container = job.if_contains("container");
+  if (container != nullptr && container->is_string()) return Str(*container);
+  return Str(job.at("processor"));
+}
+
+// "1200/2660 items (45%), 400 items/s, ETA 4 s" (what is known of it); an
+// import counts lines, and the bytes read of the spooled body:
+// "1200/2660 lines (45%), 0.3/0.7 MiB, 400 lines/s, ETA 4 s".
 std::string ProgressText(const boost::json::object& job) {
   const auto& p = job.at("progress").as_object();
+  const char* unit = Str(job.at("type")) == "import" ? "lines" : "items";
   const unsigned long long done = Count(p.at("done"));
   std::ostringstream out;
   out << done;
   if (!p.at("total").is_null()) {
     const unsigned long long total = Count(p.at("total"));
-    out << "/" << total << " items";
+    out << "/" << total << " " << unit;
     if (total > 0) out << " (" << std::min<unsigned long long>(done * 100 / total, 100) << "%)";
   } else {
-    out << " items";
+    out << " " << unit;
+  }
+  const boost::json::value* bytes_total = p.if_contains("bytesTotal");
+  if (bytes_total != nullptr && !bytes_total->is_null()) {
+    char bytes[64];
+    std::snprintf(bytes, sizeof(bytes), "%.1f/%.1f MiB",
+                  p.at("bytesDone").to_number<double>() / (1024.0 * 1024.0),
+                  bytes_total->to_number<double>() / (1024.0 * 1024.0));
+    out << ", " << bytes;
   }
   char rate[32];
   std::snprintf(rate, sizeof(rate), "%.0f", p.at("ratePerSecond").to_number<double>());
-  out << ", " << rate << " items/s";
+  out << ", " << rate << " " << unit << "/s";
   if (!p.at("etaSeconds").is_null()) {
     out << ", ETA " << static_cast<long long>(p.at("etaSeconds").to_number<double>() + 0.5) << " s";
   }
@@ -207,8 +228,8 @@ class ProgressView {
     if (shown_ && now - last_ < kPlainEvery) return;
     shown_ = true;
     last_ = now;
-    std::cerr << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " "
-              << Str(job.at("processor")) << ": " << text << "\n";
+    std::cerr << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " " << Subject(job)
+              << ": " << text << "\n";
   }
 
   // Ends the bar's line.
@@ -227,7 +248,8 @@ class ProgressView {
 // How often a running job is asked for.
 constexpr std::chrono::milliseconds kPollEvery(200);
 
-// The end of a job: its result, or the error it failed with.
+// The end of a job: its result, or the error it failed with (and the
+// partial result of a job that has one, e.g. an import's report).
 struct JobEnd {
   std::string id;
   boost::json::value result;  // the synchronous call's answer plus "job"
@@ -235,20 +257,15 @@ struct JobEnd {
   bool ok() const { return error.ok(); }
 };
 
-// Starts `operation` (rebuild, verify) of `name` and follows its job until
-// it ends; nullopt when the daemon refused to start it (*refused set).
-std::optional<JobEnd> RunJob(Session& session, const std::string& name, std::string_view operation,
-                             Reply* refused) {
-  Reply r = session.Call("POST", ProcessorPath(name, "/" + std::string(operation)));
-  if (!r.ok()) {
-    *refused = std::move(r);
-    return std::nullopt;
-  }
-  boost::json::object job = r.body.as_object();
+// Follows `job` (as a 202 gave it) until it ends, its progress on stderr
+// unless `progress` is false; nullopt when asking for it fails (*refused
+// set).
+std::optional<JobEnd> FollowJob(Session& session, boost::json::object job, bool progress,
+                                Reply* refused) {
   const std::string id = Str(job.at("id"));
   ProgressView view;
   while (Str(job.at("state")) == "running") {
-    view.Show(job);
+    if (progress) view.Show(job);
     std::this_thread::sleep_for(kPollEvery);
     Reply got = session.Call("GET", JobPath(id));
     if (!got.ok()) {
@@ -260,14 +277,25 @@ std::optional<JobEnd> RunJob(Session& session, const std::string& name, std::str
   view.Done();
   JobEnd end;
   end.id = id;
-  if (Str(job.at("state")) == "succeeded") {
-    end.result = job.at("result");
-    end.result.as_object()["job"] = id;
-  } else {
+  end.result = job.at("result");
+  if (end.result.is_object()) end.result.as_object()["job"] = id;
+  if (Str(job.at("state")) != "succeeded") {
     const auto& e = job.at("error").as_object();
     end.error = feedd::Status(feedd::ErrorCodeFromName(Str(e.at("code"))), Str(e.at("message")));
   }
   return end;
+}
+
+// Starts `operation` (rebuild, verify) of `name` and follows its job until
+// it ends; nullopt when the daemon refused to start it (*refused set).
+std::optional<JobEnd> RunJob(Session& session, const std::string& name, std::string_view operation,
+                             Reply* refused) {
+  Reply r = session.Call("POST", ProcessorPath(name, "/" + std::string(operation)));
+  if (!r.ok()) {
+    *refused = std::move(r);
+    return std::nullopt;
+  }
+  return FollowJob(session, r.body.as_object(), /*progress=*/true, refused);
 }
 
 boost::json::object ErrorBody(const feedd::Status& error) {
@@ -356,8 +384,7 @@ std::string JobLine(const boost::json::object& job) {
   }
   char line[256];
   std::snprintf(line, sizeof(line), "%-6s %-8s %-16s %-10s ", Str(job.at("id")).c_str(),
-                Str(job.at("type")).c_str(), Str(job.at("processor")).c_str(),
-                Str(job.at("state")).c_str());
+                Str(job.at("type")).c_str(), Subject(job).c_str(), Str(job.at("state")).c_str());
   return line + ProgressText(job) + (outcome.empty() ? "" : "  " + outcome);
 }
 
@@ -384,8 +411,8 @@ int ShowJob(Session& session, const std::vector<std::string>& operands) {
     return kExitOk;
   }
   const auto& job = r.body.as_object();
-  std::cout << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " "
-            << Str(job.at("processor")) << ", " << Str(job.at("state")) << "\n"
+  std::cout << "job " << Str(job.at("id")) << ": " << Str(job.at("type")) << " " << Subject(job)
+            << ", " << Str(job.at("state")) << "\n"
             << "  progress: " << ProgressText(job) << "\n";
   if (!job.at("result").is_null()) {
     std::cout << "  result: " << boost::json::serialize(job.at("result")) << "\n";
@@ -406,7 +433,7 @@ int CancelJob(Session& session, const std::vector<std::string>& operands) {
   } else {
     const auto& job = r.body.as_object();
     std::cout << "job " << id << ": cancel requested (" << Str(job.at("type")) << " "
-              << Str(job.at("processor")) << ", " << Str(job.at("state")) << ")\n";
+              << Subject(job) << ", " << Str(job.at("state")) << ")\n";
   }
   return kExitOk;
 }
@@ -479,16 +506,26 @@ int Reset(Session& session, const std::vector<std::string>& operands) {
 }
 
 int Import(Session& session, const std::vector<std::string>& operands) {
-  if (session.https()) {
-    std::cerr << "feedctl: import streams over plain HTTP only; with --ca-file, send the NDJSON "
-                 "to POST /v1/containers/CONTAINER/import with an HTTPS client (curl -T)\n";
-    return kExitUsage;
-  }
   feedd::ImportCommand command = session.import();
-  command.api = session.api();
   command.container = operands[0];
   if (operands.size() > 1) command.file = operands[1];
-  return feedd::RunImport(command);
+  const std::string what = "import " + command.container;
+  feedd::ImportUpload upload = feedd::UploadImport(session.http(), command);
+  if (upload.exit_code != kExitOk) return upload.exit_code;
+  Reply r = Session::ReplyOf(upload.reply);
+  if (!r.ok()) return session.Refused(what, r);
+  Reply refused;
+  std::optional<JobEnd> end = FollowJob(session, r.body.as_object(), command.progress, &refused);
+  if (!end) return session.Refused(what, refused);
+  if (end->ok()) return feedd::SummarizeImport(command, end->result.as_object());
+  // Cancelled or failed: the report of what it wrote, when it has one.
+  if (end->result.is_object()) {
+    feedd::SummarizeImport(command, end->result.as_object());
+  } else if (session.json()) {
+    std::cout << boost::json::serialize(ErrorBody(end->error)) << "\n";
+  }
+  std::cerr << "feedctl: " << what << " (job " << end->id << "): " << end->error.ToString() << "\n";
+  return kExitRefused;
 }
 
 // One command: its name, operands (as shown, and how many), help texts and
@@ -529,9 +566,10 @@ const Command kCommands[] = {
      "exit 1 too when the job fails or is cancelled. Ctrl-C stops following, not the job: "
      "`feedctl cancel ID` does.",
      Rebuild},
-    {"jobs", "", 0, 0, "list recent jobs (rebuilds, verifies), newest first",
+    {"jobs", "", 0, 0, "list recent jobs (rebuilds, verifies, imports), newest first",
      "Prints one line per job the daemon keeps (the running ones and the last 100 "
-     "finished): id, type, processor, state (running, succeeded, failed, cancelled), "
+     "finished): id, type, processor (or container, for an import), state (running, succeeded, "
+     "failed, cancelled), "
      "progress (items done, estimated total, rate, ETA) and the error of a job that "
      "failed. With --json, the answer of GET /v1/jobs.",
      ListJobs},
@@ -541,7 +579,8 @@ const Command kCommands[] = {
      ShowJob},
     {"cancel", "ID", 1, 1, "ask job ID to stop",
      "Asks the running job ID to stop; it ends `cancelled` soon after (a rebuild commits "
-     "nothing more). Exit 1 when the job has already finished or is unknown.",
+     "nothing more; an import commits the lines it has read and keeps its report). Exit 1 when the "
+     "job has already finished or is unknown.",
      CancelJob},
     {"parked", "NAME", 1, 1, "list NAME's parked changes",
      "Lists the changes NAME could not apply and parked: LSN, source item "
@@ -562,14 +601,18 @@ const Command kCommands[] = {
      "idempotent, so this repairs a view without a rebuild. LSN may not be above NAME's "
      "applied LSN (to skip changes, rebuild instead). Refused while NAME is being rebuilt.",
      Reset},
-    {"import", "CONTAINER [FILE]", 1, 2, "stream NDJSON items from FILE (or stdin) into CONTAINER",
-     "Bulk import: streams FILE (or standard input, also with FILE '-'), one JSON item per line, "
-     "into POST /v1/containers/CONTAINER/import, with progress on stderr (bytes and lines sent, "
-     "rate) once a second; prints the daemon's report (counts, every failed line with its "
-     "number and error) as JSON on stdout and a summary on stderr. --if-exists skip|replace|fail "
-     "(the daemon's default: skip, so a re-run completes an import that was cut), --on-error "
-     "continue|stop, --no-progress. Exits 0 when every line was created or skipped, 1 when a "
-     "line failed or the import did not complete.",
+    {"import", "CONTAINER [FILE]", 1, 2, "import NDJSON items from FILE (or stdin) into CONTAINER",
+     "Bulk import as a job: uploads FILE (or standard input, also with FILE '-'), one JSON item "
+     "per line, to POST /v1/containers/CONTAINER/import?job=true, with progress on stderr "
+     "(bytes and lines sent, rate) once a second, then follows the import job until it ends, "
+     "showing its progress (lines and bytes done, rate, ETA: a bar on a terminal, a line every "
+     "2 s otherwise). Prints the job's report (counts, every failed line with its number and "
+     "error, and \"job\") as JSON on stdout, with --json too, and a summary on stderr. "
+     "--if-exists skip|replace|fail (the daemon's default: skip, so a re-run completes an "
+     "import that was cut), --on-error continue|stop, --no-progress. Exits 0 when every line "
+     "was created or skipped, 1 when a line failed, the import did not complete, or the job "
+     "was cancelled or failed (its report, when it has one, still printed). Ctrl-C after the "
+     "upload stops following, not the job: `feedctl cancel ID` does.",
      Import},
     {"help", "[COMMAND]", 0, 1, "print this help, or COMMAND's",
      "Prints the help of COMMAND, or of feedctl when no command is named.", nullptr},
@@ -631,8 +674,8 @@ std::string Wrap(std::string_view text, size_t indent, size_t width = 79) {
 const char* const kExitAndEnvironment =
     "Exit status:\n"
     "  0    the command succeeded\n"
-    "  1    the daemon refused the call (an error answer), a rebuild or verify\n"
-    "       job failed or was cancelled, or verify found a difference\n"
+    "  1    the daemon refused the call (an error answer), a job failed or was\n"
+    "       cancelled, verify found a difference, or an import line failed\n"
     "  2    usage error: unknown command or option, wrong operands, bad address\n"
     "  3    the daemon could not be reached (no connection, timeout)\n"
     "\n"
@@ -642,7 +685,7 @@ const char* const kExitAndEnvironment =
 std::string MainHelp() {
   std::ostringstream out;
   out << "Usage: feedctl [OPTION]... COMMAND [ARG]...\n"
-         "Inspect and control a running feedd: its processors, and bulk imports.\n"
+         "Inspect and control a running feedd: its processors, jobs and bulk imports.\n"
          "\n"
          "Commands:\n";
   for (const Command& c : kCommands) {
@@ -774,7 +817,6 @@ int Main(int argc, char** argv) {
   feedd::Result<std::string> token = feedd::ClientBearerToken(
       values.count("token-file") != 0 ? values["token-file"].as<std::string>() : "");
   if (!token.ok()) return UsageError(token.status().message());
-  import.bearer_token = *token;
   security.bearer_token = std::move(*token);
   feedd::TlsClientFiles tls_files;
   if (values.count("ca-file") != 0) tls_files.ca_file = values["ca-file"].as<std::string>();

@@ -2,33 +2,19 @@
 
 #include <signal.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <memory>
-#include <vector>
 
 #include "util/http_client.h"
-#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
 
-namespace asio = boost::asio;
-namespace http = boost::beast::http;
-using tcp = asio::ip::tcp;
-
-constexpr size_t kChunkBytes = 256 * 1024;
 constexpr auto kProgressInterval = std::chrono::seconds(1);
 
 std::string Mib(uint64_t bytes) {
@@ -39,16 +25,61 @@ std::string Mib(uint64_t bytes) {
 
 std::string Target(const ImportCommand& c) {
   std::string target = "/v1/containers/" + PercentEncodeSegment(c.container) + "/import";
-  std::string query;
-  if (!c.if_exists.empty()) query += "ifExists=" + c.if_exists;
-  if (!c.on_error.empty()) query += (query.empty() ? "" : "&") + ("onError=" + c.on_error);
-  if (!query.empty()) target += "?" + query;
+  target += "?job=true";
+  if (!c.if_exists.empty()) target += "&ifExists=" + c.if_exists;
+  if (!c.on_error.empty()) target += "&onError=" + c.on_error;
   return target;
 }
 
+// The body source of the upload: reads `in`, counts what it gave and shows
+// progress on stderr at most once per kProgressInterval.
+class UploadSource {
+ public:
+  UploadSource(const ImportCommand& command, std::istream* in, uint64_t total)
+      : command_(command), in_(in), total_(total), last_progress_(started_) {}
+
+  Result<size_t> Read(char* buffer, size_t capacity) {
+    if (!*in_) return size_t{0};
+    in_->read(buffer, static_cast<std::streamsize>(capacity));
+    if (in_->bad()) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "cannot read " + Name() + ": " + std::strerror(errno));
+    }
+    const size_t n = static_cast<size_t>(in_->gcount());
+    sent_ += n;
+    for (size_t i = 0; i < n; ++i) lines_ += buffer[i] == '\n';
+    ShowProgress();
+    return n;
+  }
+
+ private:
+  std::string Name() const {
+    return command_.file.empty() || command_.file == "-" ? "standard input" : command_.file;
+  }
+
+  void ShowProgress() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!command_.progress || now - last_progress_ < kProgressInterval) return;
+    last_progress_ = now;
+    const double seconds = std::chrono::duration<double>(now - started_).count();
+    std::cerr << "feedctl: import " << command_.container << ": sent " << Mib(sent_);
+    if (total_ > 0) std::cerr << " of " << Mib(total_) << " (" << sent_ * 100 / total_ << "%)";
+    std::cerr << ", " << lines_ << " lines, " << Mib(static_cast<uint64_t>(sent_ / seconds))
+              << "/s\n";
+  }
+
+  const ImportCommand& command_;
+  std::istream* const in_;
+  const uint64_t total_;  // 0: unknown (standard input)
+  uint64_t sent_ = 0, lines_ = 0;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_progress_;
+};
+
 }  // namespace
 
-int RunImport(const ImportCommand& c) {
+ImportUpload UploadImport(HttpClient& client, const ImportCommand& c) {
+  ImportUpload out;
   std::istream* in = &std::cin;
   std::ifstream file;
   uint64_t total = 0;  // 0: unknown (standard input)
@@ -56,7 +87,8 @@ int RunImport(const ImportCommand& c) {
     file.open(c.file, std::ios::binary | std::ios::ate);
     if (!file) {
       std::cerr << "feedctl: cannot open " << c.file << ": " << std::strerror(errno) << "\n";
-      return 2;
+      out.exit_code = 2;
+      return out;
     }
     total = static_cast<uint64_t>(file.tellg());
     file.seekg(0);
@@ -64,84 +96,32 @@ int RunImport(const ImportCommand& c) {
   }
   signal(SIGPIPE, SIG_IGN);  // a daemon that stops reading answers; we read it
 
-  asio::io_context io;
-  tcp::socket socket(io);
-  boost::system::error_code ec;
-  size_t colon = c.api.rfind(':');
-  if (colon == std::string::npos) {
-    std::cerr << "feedctl: the API address must be HOST:PORT, not " << c.api << "\n";
-    return 2;
-  }
-  tcp::resolver resolver(io);
-  auto endpoints = resolver.resolve(c.api.substr(0, colon), c.api.substr(colon + 1), ec);
-  if (!ec) asio::connect(socket, endpoints, ec);
-  if (ec) {
-    std::cerr << "feedctl: cannot reach feedd: " << c.api << ": " << ec.message() << "\n";
-    return 3;
-  }
-
-  std::string head = "POST " + Target(c) + " HTTP/1.1\r\nHost: " + c.api +
-                     "\r\nContent-Type: application/x-ndjson\r\n"
-                     "Transfer-Encoding: chunked\r\nConnection: close\r\n";
-  if (!c.bearer_token.empty()) head += "Authorization: Bearer " + c.bearer_token + "\r\n";
-  head += "\r\n";
-  asio::write(socket, asio::buffer(head), ec);
-  std::vector<char> chunk(kChunkBytes);
-  uint64_t sent = 0, lines = 0;
-  const auto started = std::chrono::steady_clock::now();
-  auto last_progress = started;
-  while (!ec && *in) {
-    in->read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const size_t n = static_cast<size_t>(in->gcount());
-    if (n == 0) break;
-    char size_line[32];
-    int size_length = std::snprintf(size_line, sizeof size_line, "%zx\r\n", n);
-    std::vector<asio::const_buffer> pieces{
-        asio::buffer(size_line, static_cast<size_t>(size_length)), asio::buffer(chunk.data(), n),
-        asio::buffer("\r\n", 2)};
-    asio::write(socket, pieces, ec);
-    if (ec) break;
-    sent += n;
-    for (size_t i = 0; i < n; ++i) lines += chunk[i] == '\n';
-    auto now = std::chrono::steady_clock::now();
-    if (c.progress && now - last_progress >= kProgressInterval) {
-      last_progress = now;
-      const double seconds = std::chrono::duration<double>(now - started).count();
-      std::cerr << "feedctl: import " << c.container << ": sent " << Mib(sent);
-      if (total > 0) std::cerr << " of " << Mib(total) << " (" << sent * 100 / total << "%)";
-      std::cerr << ", " << lines << " lines, " << Mib(static_cast<uint64_t>(sent / seconds))
-                << "/s\n";
+  UploadSource source(c, in, total);
+  Result<HttpReply> reply = client.SendStream(
+      "POST", Target(c), "application/x-ndjson",
+      [&source](char* buffer, size_t capacity) { return source.Read(buffer, capacity); });
+  if (!reply.ok()) {
+    if (reply.status().code() == ErrorCode::kUnavailable) {
+      std::cerr << "feedctl: cannot reach feedd: " << reply.status().message() << "\n";
+      out.exit_code = 3;
+    } else {
+      std::cerr << "feedctl: import " << c.container << ": " << reply.status().message() << "\n";
+      out.exit_code = 2;
     }
+    return out;
   }
-  if (!ec) asio::write(socket, asio::buffer("0\r\n\r\n", 5), ec);
-  // Even when sending failed (the daemon stopped reading: onError=stop), its
-  // answer may be there to read.
-  boost::beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 * 1024 * 1024);
-  boost::system::error_code read_ec;
-  http::read(socket, buffer, parser, read_ec);
-  if (read_ec) {
-    std::cerr << "feedctl: " << c.api << ": no answer to the import"
-              << (ec ? " (sending failed: " + ec.message() + ")" : "") << ": " << read_ec.message()
-              << "\n";
-    return 2;
-  }
-  const auto& response = parser.get();
-  std::cout << response.body() << "\n";
-  Result<boost::json::value> report = ParseJson(response.body());
-  const boost::json::object* o = report.ok() ? report->if_object() : nullptr;
-  if (response.result_int() != 200 || o == nullptr || !o->contains("created")) {
-    std::cerr << "feedctl: import " << c.container << " failed: HTTP " << response.result_int()
-              << "\n";
-    return 1;
-  }
-  auto count = [&](const char* name) { return o->at(name).to_number<uint64_t>(); };
-  const bool complete = o->at("complete").as_bool();
+  out.reply = std::move(*reply);
+  return out;
+}
+
+int SummarizeImport(const ImportCommand& c, const boost::json::object& o) {
+  std::cout << boost::json::serialize(o) << "\n";
+  auto count = [&](const char* name) { return o.at(name).to_number<uint64_t>(); };
+  const bool complete = o.at("complete").as_bool();
   std::cerr << "feedctl: import " << c.container << ": " << count("created") << " created, "
             << count("replaced") << " replaced, " << count("skipped") << " skipped, "
-            << count("failed") << " failed in " << o->at("seconds").to_number<double>() << " s ("
-            << static_cast<uint64_t>(o->at("itemsPerSecond").to_number<double>()) << " items/s)"
+            << count("failed") << " failed in " << o.at("seconds").to_number<double>() << " s ("
+            << static_cast<uint64_t>(o.at("itemsPerSecond").to_number<double>()) << " items/s)"
             << (complete ? "" : ", incomplete") << "\n";
   return complete && count("failed") == 0 ? 0 : 1;
 }

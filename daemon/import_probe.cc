@@ -12,8 +12,9 @@ ImportProbe::ImportProbe(prometheus::Registry& registry)
                    .Add({})),
       imports_(prometheus::BuildCounter()
                    .Name("feedd_imports_total")
-                   .Help("Bulk imports by outcome: finished (answered), or refused before "
-                         "reading (import.max_concurrent)")
+                   .Help("Bulk imports by outcome: finished (reported), refused before "
+                         "reading (max_concurrent), or import jobs whose body was not spooled "
+                         "(spool_limit, no_space, spool_error, upload_failed)")
                    .Register(registry)),
       items_(prometheus::BuildCounter()
                  .Name("feedd_import_items_total")
@@ -25,7 +26,10 @@ ImportProbe::ImportProbe(prometheus::Registry& registry)
                  .Help("Bytes of NDJSON read by bulk imports")
                  .Register(registry)
                  .Add({})) {
-  for (const char* outcome : {"finished", "max_concurrent"}) imports_.Add({{"outcome", outcome}});
+  for (const char* outcome :
+       {"finished", "max_concurrent", "spool_limit", "no_space", "spool_error", "upload_failed"}) {
+    imports_.Add({{"outcome", outcome}});
+  }
   for (const char* outcome : {"created", "replaced", "skipped", "failed"}) {
     items_.Add({{"outcome", outcome}});
   }
@@ -33,8 +37,9 @@ ImportProbe::ImportProbe(prometheus::Registry& registry)
 
 void ImportProbe::Started() { running_.Increment(); }
 
+void ImportProbe::Ended() { running_.Decrement(); }
+
 void ImportProbe::Finished(const ImportTotals& totals) {
-  running_.Decrement();
   imports_.Add({{"outcome", "finished"}}).Increment();
   items_.Add({{"outcome", "created"}}).Increment(static_cast<double>(totals.created));
   items_.Add({{"outcome", "replaced"}}).Increment(static_cast<double>(totals.replaced));

@@ -20,9 +20,15 @@ class ImportProbe {
  public:
   explicit ImportProbe(prometheus::Registry& registry);
 
+  // An import took its place among import.max_concurrent (running + 1) ...
   void Started();
+  // ... and gave it back (running - 1).
+  void Ended();
+  // An import reported: what it wrote.
   void Finished(const ImportTotals& totals);
-  // An import refused before it read anything: "max_concurrent".
+  // An import refused before it read anything ("max_concurrent"), or an
+  // import job whose body was not spooled ("spool_limit", "no_space",
+  // "spool_error", "upload_failed"; daemon/import_spool.h).
   void Refused(std::string_view reason);
 
  private:

@@ -26,7 +26,7 @@ struct LineError {
   Status status;
 };
 
-class Importer : public std::enable_shared_from_this<Importer> {
+class Importer : public ImportRun, public std::enable_shared_from_this<Importer> {
  public:
   Importer(DocumentStore* store, const ContainerSpec& spec, ImportParams params,
            ImportLimits limits, boost::asio::io_context& io,
@@ -41,11 +41,11 @@ class Importer : public std::enable_shared_from_this<Importer> {
         started_(std::chrono::steady_clock::now()),
         last_log_(started_) {}
 
-  ~Importer() {
+  ~Importer() override {
     if (on_done_) on_done_(totals_);
   }
 
-  void Consume(std::string_view piece, std::function<void(bool)> next) {
+  void Consume(std::string_view piece, std::function<void(bool)> next) override {
     std::unique_lock<std::mutex> lock(mu_);
     totals_.bytes += piece.size();
     if (!stopped_) lines_.Append(piece);
@@ -53,9 +53,9 @@ class Importer : public std::enable_shared_from_this<Importer> {
     Pump(lock);
   }
 
-  void Finish(Status error, Responder responder) {
+  void Finish(Status error, std::function<void(ImportReport)> done) override {
     std::unique_lock<std::mutex> lock(mu_);
-    responder_.emplace(std::move(responder));
+    done_ = std::move(done);
     finishing_ = true;
     if (!error.ok()) {
       read_error_ = std::move(error);
@@ -197,24 +197,24 @@ class Importer : public std::enable_shared_from_this<Importer> {
   }
 
   void MaybeAnswer(std::unique_lock<std::mutex>& lock) {
-    if (!finishing_ || in_flight_ || !responder_) return;
+    if (!finishing_ || in_flight_ || !done_) return;
     if (!last_submitted_ && storage_error_.ok() &&
         (!building_.requests.empty() || unsynced_bytes_ > 0)) {
       last_submitted_ = true;
       return Submit(/*last=*/true);  // answered once it is durable
     }
-    HttpResponse response = Report();
-    Responder responder = std::move(*responder_);
-    responder_.reset();
+    ImportReport report = Report();
+    std::function<void(ImportReport)> done = std::move(done_);
+    done_ = nullptr;
     ImportTotals totals = totals_;
     std::function<void(const ImportTotals&)> on_done = std::move(on_done_);
     on_done_ = nullptr;
     lock.unlock();
-    responder.Send(std::move(response));
+    done(std::move(report));
     if (on_done) on_done(totals);
   }
 
-  HttpResponse Report() {
+  ImportReport Report() {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     const bool complete = storage_error_.ok() && read_error_.ok() && !stopped_;
@@ -242,10 +242,11 @@ class Importer : public std::enable_shared_from_this<Importer> {
     }
     report["errors"] = std::move(errors);
     report["errorsOmitted"] = errors_omitted_;
-    int http_status = 200;
+    ImportReport out;
     const Status& error = !storage_error_.ok() ? storage_error_ : read_error_;
     if (!error.ok()) {
-      http_status = ErrorCodeHttpStatus(error.code());
+      out.http_status = ErrorCodeHttpStatus(error.code());
+      out.error = error;
       report["error"] =
           boost::json::object{{"code", ErrorCodeName(error.code())}, {"message", error.message()}};
       report["notWritten"] = not_written_;
@@ -255,7 +256,8 @@ class Importer : public std::enable_shared_from_this<Importer> {
                                << " replaced, " << totals_.skipped << " skipped, " << totals_.failed
                                << " failed in " << seconds << " s"
                                << (complete ? "" : " (incomplete)");
-    return JsonResponse(http_status, boost::json::serialize(report));
+    out.body = std::move(report);
+    return out;
   }
 
   DocumentStore* const store_;
@@ -277,7 +279,7 @@ class Importer : public std::enable_shared_from_this<Importer> {
   std::optional<uint64_t> stopped_at_line_;
   bool finishing_ = false;  // Finish() was called
   bool last_submitted_ = false;
-  std::optional<Responder> responder_;
+  std::function<void(ImportReport)> done_;  // given by Finish()
   Status storage_error_;
   Status read_error_;
   ImportTotals totals_;
@@ -291,18 +293,22 @@ class Importer : public std::enable_shared_from_this<Importer> {
   std::chrono::steady_clock::time_point last_log_;
 };
 
+// The request's body feeds the run; the report is the answer.
 class ImporterStream : public BodyStream {
  public:
-  explicit ImporterStream(std::shared_ptr<Importer> importer) : importer_(std::move(importer)) {}
+  explicit ImporterStream(std::shared_ptr<ImportRun> run) : run_(std::move(run)) {}
   void Consume(std::string_view piece, std::function<void(bool)> next) override {
-    importer_->Consume(piece, std::move(next));
+    run_->Consume(piece, std::move(next));
   }
   void Finish(Status error, Responder responder) override {
-    importer_->Finish(std::move(error), std::move(responder));
+    auto answer = std::make_shared<Responder>(std::move(responder));
+    run_->Finish(std::move(error), [answer](ImportReport report) {
+      answer->Send(JsonResponse(report.http_status, boost::json::serialize(report.body)));
+    });
   }
 
  private:
-  std::shared_ptr<Importer> importer_;
+  std::shared_ptr<ImportRun> run_;
 };
 
 class RefusedStream : public BodyStream {
@@ -337,12 +343,24 @@ Result<ImportParams> ParseImportParams(std::string_view query) {
         return Status(ErrorCode::kInvalidRequest, "onError must be continue or stop");
       }
       out.stop_on_error = p.value == "stop";
+    } else if (p.name == "job") {
+      if (p.value != "true" && p.value != "false") {
+        return Status(ErrorCode::kInvalidRequest, "job must be true or false");
+      }
+      out.as_job = p.value == "true";
     } else {
       return Status(ErrorCode::kInvalidRequest,
-                    "unknown import parameter '" + p.name + "' (ifExists, onError)");
+                    "unknown import parameter '" + p.name + "' (ifExists, onError, job)");
     }
   }
   return out;
+}
+
+std::shared_ptr<ImportRun> ImportRun::Start(DocumentStore* store, const ContainerSpec& spec,
+                                            ImportParams params, ImportLimits limits,
+                                            boost::asio::io_context& io,
+                                            std::function<void(const ImportTotals&)> on_done) {
+  return std::make_shared<Importer>(store, spec, params, limits, io, std::move(on_done));
 }
 
 std::unique_ptr<BodyStream> ImportStream::Create(DocumentStore* store, const ContainerSpec& spec,
@@ -350,7 +368,7 @@ std::unique_ptr<BodyStream> ImportStream::Create(DocumentStore* store, const Con
                                                  boost::asio::io_context& io,
                                                  std::function<void(const ImportTotals&)> on_done) {
   return std::make_unique<ImporterStream>(
-      std::make_shared<Importer>(store, spec, params, limits, io, std::move(on_done)));
+      ImportRun::Start(store, spec, params, limits, io, std::move(on_done)));
 }
 
 std::unique_ptr<BodyStream> ImportStream::Refuse(Status status) {

@@ -21,16 +21,22 @@
 //   onError=continue (default) goes on after a bad line; onError=stop stops
 //   reading at the first failed line.
 //
+// The same import is driven by the request's body (ImportStream: the
+// answer is the report) or by an import job reading the body it spooled
+// (daemon/import_job.h: the job's result is the report): both feed an
+// ImportRun.
+//
 // Concurrency
-//   Consume() and Finish() come from the connection's strand; batch results
-//   come back on the commit thread and are handed to the io_context. One
-//   mutex guards the state.
+//   Consume() and Finish() come one at a time (the connection's strand, or
+//   the job's thread); batch results come back on the commit thread and are
+//   handed to the io_context. One mutex guards the state.
 //
 // Ownership
 //   Borrows the store and the io_context, which outlive the HTTP server.
 //   Keeps itself alive (shared_from_this) while a batch is being committed.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,10 +64,11 @@ enum class ImportIfExists { kSkip, kReplace, kFail };
 struct ImportParams {
   ImportIfExists if_exists = ImportIfExists::kSkip;
   bool stop_on_error = false;
+  bool as_job = false;  // job=true: spool the body, answer 202 with an import job
 };
 
-// Parses "ifExists=skip|replace|fail&onError=continue|stop"; anything else is
-// invalid_request.
+// Parses "ifExists=skip|replace|fail&onError=continue|stop&job=true|false";
+// anything else is invalid_request.
 Result<ImportParams> ParseImportParams(std::string_view query);
 
 // The daemon's import.* options.
@@ -82,6 +89,35 @@ struct ImportTotals {
   uint64_t skipped = 0;
   uint64_t failed = 0;
   uint64_t bytes = 0;
+};
+
+// What an import answers: the report (docs/api.md, "Bulk import"), the
+// error that cut it (storage, or the input: a body cut short, a cancelled
+// job), and the HTTP status that follows (200, or the error's).
+struct ImportReport {
+  int http_status = 200;
+  Status error;
+  boost::json::object body;
+};
+
+// One import, fed piece by piece.
+class ImportRun {
+ public:
+  virtual ~ImportRun() = default;
+  // `on_done` runs once, when the report is given (or the run is destroyed
+  // without one), with what was written.
+  static std::shared_ptr<ImportRun> Start(DocumentStore* store, const ContainerSpec& spec,
+                                          ImportParams params, ImportLimits limits,
+                                          boost::asio::io_context& io,
+                                          std::function<void(const ImportTotals&)> on_done);
+
+  // The next piece of the input, valid during the call only: as
+  // BodyStream::Consume (call `next` once; false: read no further).
+  virtual void Consume(std::string_view piece, std::function<void(bool more)> next) = 0;
+  // The input ended (`error` OK), or was cut (`error` says why; the lines
+  // gathered so far are still committed). `done` gets the report once the
+  // last batch is durable, on an I/O thread or the caller's.
+  virtual void Finish(Status error, std::function<void(ImportReport)> done) = 0;
 };
 
 class ImportStream : public BodyStream {

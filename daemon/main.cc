@@ -28,6 +28,7 @@
 #include "daemon/http_probe.h"
 #include "daemon/http_server.h"
 #include "daemon/import_probe.h"
+#include "daemon/import_spool.h"
 #include "daemon/long_poll_probe.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
@@ -289,9 +290,41 @@ int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka
   return kExitOk;
 }
 
+// The jobs: the processors' registry, or the daemon's own (`own_jobs`) when
+// there are no processors (import jobs). Import jobs that were running when
+// the daemon stopped are failed by the registry.
+int OpenJobs(const DaemonConfig& config, ProcessorManager* processors,
+             std::unique_ptr<JobRegistry>* own_jobs) {
+  if (processors) return kExitOk;
+  auto opened = JobRegistry::Open(config.store.data_dir + "/" + ProcessorManager::kJobsFile,
+                                  config.store.clock);
+  if (!opened.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot open the jobs: " << opened.status().ToString();
+    return kExitStartupFailure;
+  }
+  *own_jobs = std::move(*opened);
+  return kExitOk;
+}
+
+// Empties `import_spool_dir` of the spools of import jobs the restart failed.
+int PrepareImportSpool(const std::string& import_spool_dir, ProcessorManager* processors) {
+  size_t stale_spools = 0;
+  if (Status s = ResetSpoolDirectory(import_spool_dir, &stale_spools); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot prepare the import spool: " << s.message();
+    if (processors) processors->Stop();
+    return kExitStartupFailure;
+  }
+  if (stale_spools > 0) {
+    FEEDD_LOG(kInfo, "main") << "removed " << stale_spools
+                             << " import spool(s) of jobs the restart failed";
+  }
+  return kExitOk;
+}
+
 ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
                                  ProcessorManager* processors, LongPollProbe& long_poll_probe,
-                                 ImportProbe* import_probe) {
+                                 ImportProbe* import_probe, const std::string& import_spool_dir,
+                                 JobRegistry* jobs) {
   ApiRouter::Options options;
   options.publisher = kafka.publisher.get();
   options.embedded_broker = kafka.embedded;
@@ -306,6 +339,9 @@ ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
   options.import_limits.max_item_bytes = config.store.max_item_bytes;
   options.import_max_concurrent = config.import_max_concurrent;
   options.import_probe = import_probe;
+  options.import_spool_dir = import_spool_dir;
+  options.import_spool_max_bytes = config.import_spool_max_bytes;
+  options.jobs = jobs;
   return options;
 }
 
@@ -441,9 +477,16 @@ int Run(const DaemonConfig& config) {
     return rc;
   }
 
-  ApiRouter router(store.get(),
-                   RouterOptions(config, kafka, processors.get(), long_poll_probe, &import_probe),
-                   http.io_context());
+  std::unique_ptr<JobRegistry> own_jobs;
+  if (int rc = OpenJobs(config, processors.get(), &own_jobs); rc != kExitOk) return rc;
+  const std::string import_spool_dir = config.store.data_dir + "/" + kImportSpoolDir;
+  if (int rc = PrepareImportSpool(import_spool_dir, processors.get()); rc != kExitOk) return rc;
+
+  ApiRouter router(
+      store.get(),
+      RouterOptions(config, kafka, processors.get(), long_poll_probe, &import_probe,
+                    import_spool_dir, processors ? &processors->jobs() : own_jobs.get()),
+      http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
   HttpHandler* served = &router;
@@ -464,6 +507,7 @@ int Run(const DaemonConfig& config) {
     notifier.Stopping();  // STOPPING=1; joins the watchdog thread
     metrics.Stop();
     if (processors) processors->admin_tasks().Shutdown();
+    router.StopImportJobs();
     http.Stop();
     if (processors) processors->Stop();
     if (kafka.publisher) kafka.publisher->Stop();

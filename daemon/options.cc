@@ -295,6 +295,14 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1, 64, &c.import_max_concurrent);
      }},
+    {"import.spool_max_mb", "4096",
+     "an import job (job=true) spools its body under the data directory, at most this many MiB; "
+     "a larger body is answered 413 (1..1048576)",
+     [](std::string_view v, DaemonConfig& c) {
+       Status s = ParseUintInto(v, 1, 1048576, &c.import_spool_max_bytes);
+       c.import_spool_max_bytes *= kMiB;
+       return s;
+     }},
     {"metrics.listen", "127.0.0.1:9464", "Prometheus metrics address HOST:PORT (port 0 = any)",
      [](std::string_view v, DaemonConfig& c) { return ParseHostPortInto(v, &c.metrics_listen); }},
     {"metrics.authenticate", "false",

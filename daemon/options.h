@@ -73,6 +73,7 @@ struct DaemonConfig {
   uint64_t import_batch_bytes = 0;
   uint64_t import_sync_bytes = 0;
   uint32_t import_max_concurrent = 0;
+  uint64_t import_spool_max_bytes = 0;
 
   HostPort metrics_listen;
   bool metrics_authenticate = false;  // basic authentication with the tokens

@@ -57,6 +57,9 @@ Result<Job> ParseJob(const boost::json::value& value) {
   }
   job.type = *type;
   job.processor = *processor;
+  if (const boost::json::value* c = o->if_contains("container"); c && c->is_string()) {
+    job.container = std::string(c->get_string());
+  }
   bool known = false;
   for (JobState st : kStates) {
     if (JobStateName(st) == *state) {
@@ -86,6 +89,15 @@ Result<Job> ParseJob(const boost::json::value& value) {
     auto t = UintAt(progress->get_object(), "total");
     if (!t.ok()) return t.status();
     job.total = *t;
+  }
+  if (const boost::json::value* b = progress->get_object().if_contains("bytesTotal");
+      b && !b->is_null()) {
+    auto bytes_total = UintAt(progress->get_object(), "bytesTotal");
+    auto bytes_done = UintAt(progress->get_object(), "bytesDone");
+    if (!bytes_total.ok()) return bytes_total.status();
+    if (!bytes_done.ok()) return bytes_done.status();
+    job.bytes_total = *bytes_total;
+    job.bytes_done = *bytes_done;
   }
   if (const boost::json::value* c = o->if_contains("cancelRequested"); c && c->is_bool()) {
     job.cancel_requested = c->get_bool();
@@ -143,6 +155,8 @@ boost::json::object JobJson(const Job& job, uint64_t now_ms) {
       {"id", std::to_string(job.id)},
       {"type", job.type},
       {"processor", job.processor},
+      {"container",
+       job.container.empty() ? boost::json::value(nullptr) : boost::json::value(job.container)},
       {"state", JobStateName(job.state)},
       {"created", job.created_ms},
       {"started", job.started_ms},
@@ -152,8 +166,11 @@ boost::json::object JobJson(const Job& job, uint64_t now_ms) {
            {"done", job.done},
            {"total", job.total ? boost::json::value(*job.total) : boost::json::value(nullptr)},
            {"ratePerSecond", rate.per_second},
-           {"etaSeconds", rate.eta_seconds ? boost::json::value(*rate.eta_seconds)
-                                           : boost::json::value(nullptr)}}},
+           {"etaSeconds",
+            rate.eta_seconds ? boost::json::value(*rate.eta_seconds) : boost::json::value(nullptr)},
+           {"bytesDone", job.bytes_done},
+           {"bytesTotal",
+            job.bytes_total ? boost::json::value(*job.bytes_total) : boost::json::value(nullptr)}}},
       {"cancelRequested", job.cancel_requested},
       {"result", job.result},
       {"error", std::move(error)},
@@ -221,7 +238,8 @@ Status JobRegistry::Load(const std::string& text) {
   return Status::Ok();
 }
 
-std::shared_ptr<JobControl> JobRegistry::Create(std::string type, std::string processor) {
+std::shared_ptr<JobControl> JobRegistry::Create(std::string type, std::string processor,
+                                                std::string container) {
   const uint64_t now = clock_->NowMillis();
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
@@ -229,6 +247,7 @@ std::shared_ptr<JobControl> JobRegistry::Create(std::string type, std::string pr
   entry.job.id = id;
   entry.job.type = std::move(type);
   entry.job.processor = std::move(processor);
+  entry.job.container = std::move(container);
   entry.job.created_ms = now;
   entry.job.started_ms = now;
   entry.control = std::shared_ptr<JobControl>(new JobControl(id));
@@ -251,7 +270,16 @@ void JobRegistry::Withdraw(uint64_t id) {
   if (it != jobs_.end() && !it->second.admitted) jobs_.erase(it);
 }
 
+void JobRegistry::Finish(uint64_t id, Status error, boost::json::value partial_result) {
+  FinishWith(id, Result<boost::json::value>(std::move(error)), std::move(partial_result));
+}
+
 void JobRegistry::Finish(uint64_t id, Result<boost::json::value> outcome) {
+  FinishWith(id, std::move(outcome), nullptr);
+}
+
+void JobRegistry::FinishWith(uint64_t id, Result<boost::json::value> outcome,
+                             boost::json::value partial_result) {
   const uint64_t now = clock_->NowMillis();
   bool admitted = false;
   {
@@ -270,6 +298,7 @@ void JobRegistry::Finish(uint64_t id, Result<boost::json::value> outcome) {
       entry.job.state = outcome.status().code() == ErrorCode::kCancelled ? JobState::kCancelled
                                                                          : JobState::kFailed;
       entry.job.error = outcome.status();
+      entry.job.result = std::move(partial_result);
     }
     ++finished_[{entry.job.type, std::string(JobStateName(entry.job.state))}];
     admitted = entry.admitted;
@@ -285,6 +314,9 @@ Job JobRegistry::SnapshotLocked(const Entry& entry) const {
     const int64_t total = entry.control->total_.load();
     job.total = total < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(total));
     job.cancel_requested = entry.control->cancel_requested();
+    job.bytes_done = entry.control->bytes_done_.load();
+    const int64_t bytes_total = entry.control->bytes_total_.load();
+    if (bytes_total >= 0) job.bytes_total = static_cast<uint64_t>(bytes_total);
   }
   return job;
 }

@@ -1,15 +1,17 @@
-// JobRegistry: the long administrative operations of the processors
-// (rebuild, verify) as jobs a client starts, follows and cancels
-// (docs/api.md, "Jobs").
+// JobRegistry: the long operations (the processors' rebuild and verify, a
+// bulk import) as jobs a client starts, follows and cancels (docs/api.md,
+// "Jobs").
 //
 // A job has an id (decimal, never reused while the jobs file lasts), a type,
-// the processor it works on, a state (running, then succeeded, failed or
-// cancelled), its created/started/ended times (epoch ms; a job starts when
-// it is created: the executor refuses what it cannot start at once), its
-// progress (items done, an estimated total or none, the mean rate since it
-// started and the ETA that follows from them) and its outcome: the result
-// (JSON) of a job that succeeded, the error (util/status.h) of one that
-// failed or was cancelled.
+// what it works on (a processor, or a container), a state (running, then
+// succeeded, failed or cancelled), its created/started/ended times (epoch
+// ms; a job starts when it is created: the executor refuses what it cannot
+// start at once), its progress (items done, an estimated total or none, the
+// mean rate since it started and the ETA that follows from them; for a job
+// that reads bytes, those done and their total too) and its outcome: the
+// result (JSON) of a job that succeeded, the error (util/status.h) of one
+// that failed or was cancelled, with the partial result of a job that has
+// one (an import's report of what it committed).
 //
 // Life of a job
 //   Create() -> the task is submitted -> Admit() (or Withdraw() when the
@@ -58,15 +60,18 @@ std::string_view JobStateName(JobState state);
 
 struct Job {
   uint64_t id = 0;
-  std::string type;       // "rebuild", "verify"
-  std::string processor;  // what it works on
+  std::string type;       // "rebuild", "verify", "import"
+  std::string processor;  // the processor it works on; "" for an import
+  std::string container;  // the container it works on; "" for a processor's job
   JobState state = JobState::kRunning;
   uint64_t created_ms = 0, started_ms = 0;
   uint64_t ended_ms = 0;          // 0 while running
   uint64_t done = 0;              // items done
   std::optional<uint64_t> total;  // estimated items; exact (= done) once succeeded
+  uint64_t bytes_done = 0;
+  std::optional<uint64_t> bytes_total;  // of a job that reads bytes (an import), else none
   bool cancel_requested = false;
-  boost::json::value result;  // of a job that succeeded, else null
+  boost::json::value result;  // of a job that succeeded (or a partial one), else null
   Status error;               // of a job that failed or was cancelled, else OK
 };
 
@@ -95,6 +100,8 @@ class JobControl {
   void SetTotal(std::optional<uint64_t> total) {
     total_ = total ? static_cast<int64_t>(*total) : -1;
   }
+  void AddBytesDone(uint64_t bytes) { bytes_done_ += bytes; }
+  void SetBytesTotal(uint64_t bytes) { bytes_total_ = static_cast<int64_t>(bytes); }
 
  private:
   friend class JobRegistry;
@@ -105,6 +112,8 @@ class JobControl {
   std::atomic<bool> cancel_requested_{false};
   std::atomic<uint64_t> done_{0};
   std::atomic<int64_t> total_{-1};  // -1: unknown
+  std::atomic<uint64_t> bytes_done_{0};
+  std::atomic<int64_t> bytes_total_{-1};  // -1: not a job that reads bytes
 };
 
 class JobRegistry {
@@ -117,8 +126,10 @@ class JobRegistry {
   // the file exists and cannot be read (permissions, I/O) or rewritten.
   static Result<std::unique_ptr<JobRegistry>> Open(std::string path, Clock* clock);
 
-  // A new running job, neither listed nor persisted until Admit().
-  std::shared_ptr<JobControl> Create(std::string type, std::string processor);
+  // A new running job on a processor (or, with `container`, on a
+  // container), neither listed nor persisted until Admit().
+  std::shared_ptr<JobControl> Create(std::string type, std::string processor,
+                                     std::string container = "");
   // Lists and persists it.
   void Admit(uint64_t id);
   // Forgets a job that was never admitted (its task did not start).
@@ -127,6 +138,9 @@ class JobRegistry {
   // is kCancelled; failed otherwise. Its total becomes its items done when
   // it succeeded. Then drops the oldest finished jobs past kMaxFinished.
   void Finish(uint64_t id, Result<boost::json::value> outcome);
+  // Ends a job that did not succeed (`error` not OK) with the partial
+  // result it has (e.g. what an import committed before it was cancelled).
+  void Finish(uint64_t id, Status error, boost::json::value partial_result);
 
   // An admitted job, as it is now; nullopt when unknown.
   std::optional<Job> Get(uint64_t id) const;
@@ -151,6 +165,8 @@ class JobRegistry {
   };
 
   JobRegistry(std::string path, Clock* clock) : path_(std::move(path)), clock_(clock) {}
+  void FinishWith(uint64_t id, Result<boost::json::value> outcome,
+                  boost::json::value partial_result);
   Status Load(const std::string& text);
   Job SnapshotLocked(const Entry& entry) const;
   void PruneLocked();

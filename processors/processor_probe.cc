@@ -23,11 +23,11 @@ void CollectAdminTasks(const AdminTasks& admin, Families& f) {
 }
 
 void CollectJobs(const JobRegistry& jobs, Families& f) {
-  f.Gauge("feedd_jobs_running", "Jobs (rebuilds, verifies) running",
+  f.Gauge("feedd_jobs_running", "Jobs (rebuilds, verifies, imports) running",
           static_cast<double>(jobs.running()));
   // Every type and final state from 0, and whatever else has finished.
   std::map<std::pair<std::string, std::string>, uint64_t> finished;
-  for (const char* type : {"rebuild", "verify"}) {
+  for (const char* type : {"rebuild", "verify", "import"}) {
     for (JobState state : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
       finished[{type, std::string(JobStateName(state))}] = 0;
     }

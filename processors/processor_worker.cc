@@ -1,7 +1,5 @@
 #include "processors/processor_worker.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <algorithm>
 #include <boost/json.hpp>
 #include <condition_variable>
@@ -11,11 +9,10 @@
 #include <thread>
 #include <unordered_map>
 
-#include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/message_headers.h"
+#include "processors/applied_offsets.h"
 #include "processors/http_view_context.h"
-#include "processors/kafka_assignment.h"
 #include "processors/keyed_applier.h"
 #include "processors/status_cell.h"
 #include "util/json_parse.h"
@@ -31,14 +28,16 @@ constexpr int kFeedPage = 1000;
 
 }  // namespace
 
-class ProcessorWorker::Impl {
+class ProcessorWorker::Impl final : public PartitionListener {
  public:
   Impl(ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
-       std::vector<ContainerSpec> containers, WorkerOptions options)
+       std::vector<ContainerSpec> containers, WorkerOptions options,
+       std::unique_ptr<PartitionedChangeSource> source)
       : config_(std::move(config)),
         kind_(std::move(kind)),
         containers_(std::move(containers)),
-        options_(std::move(options)) {
+        options_(std::move(options)),
+        source_(std::move(source)) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
@@ -53,43 +52,12 @@ class ProcessorWorker::Impl {
         [this](const std::string& error) { SetError(error); });
   }
 
-  ~Impl() { Stop(); }
+  ~Impl() override { Stop(); }
 
   Status Start() {
-    std::map<std::string, std::string> props = {
-        {"bootstrap.servers", options_.kafka.bootstrap},
-        {"group.id", "feedd-processor-" + config_.name},
-        {"client.id", "feedd-worker-" + config_.name},
-        {"enable.auto.commit", "false"},
-        {"auto.offset.reset", "earliest"},  // what retention dropped: see CatchUp()
-        {"fetch.wait.max.ms", "5"},
-        {"log_level", "3"},
-    };
-    for (const auto& [k, v] : options_.kafka.properties) props[k] = v;
-    Result<KafkaConfPtr> conf = NewKafkaConf(props);
-    if (!conf.ok()) return conf.status();
-    rd_kafka_conf_set_opaque(conf->get(), this);
-    rd_kafka_conf_set_rebalance_cb(conf->get(), &Impl::RebalanceCallback);
-    char err[512];
-    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
-    if (consumer_ == nullptr) {
-      return Status(ErrorCode::kUnavailable, std::string("kafka consumer: ") + err);
-    }
-    conf->release();  // rd_kafka_new() took it
-    rd_kafka_poll_set_consumer(consumer_);
-    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(4);
-    for (const auto& c : sources_) {
-      rd_kafka_topic_partition_list_add(topics, (options_.kafka.topic_prefix + c).c_str(),
-                                        RD_KAFKA_PARTITION_UA);
-    }
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer_, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      rd_kafka_destroy(consumer_);
-      consumer_ = nullptr;
-      return Status(ErrorCode::kUnavailable,
-                    std::string("kafka subscribe: ") + rd_kafka_err2str(e));
-    }
+    std::vector<std::string> topics;
+    for (const auto& c : sources_) topics.push_back(options_.kafka.topic_prefix + c);
+    if (Status s = source_->Subscribe(topics, this); !s.ok()) return s;
     applier_->Start();
     stopping_ = false;
     SetState(ProcessorState::kRunning);
@@ -98,7 +66,7 @@ class ProcessorWorker::Impl {
       PollLoop();
     });
     FEEDD_LOG(kInfo, "worker") << config_.name << " (" << config_.kind << ") joined group "
-                               << props["group.id"] << " at " << options_.kafka.bootstrap
+                               << GroupId(config_) << " at " << options_.kafka.bootstrap
                                << ", writing to " << options_.api;
     return Status::Ok();
   }
@@ -112,6 +80,12 @@ class ProcessorWorker::Impl {
   }
 
   const std::string& name() const { return config_.name; }
+
+  // The consumer group of `config`'s instance, as an in-daemon instance
+  // would name it.
+  static std::string GroupId(const ProcessorConfig& config) {
+    return "feedd-processor-" + config.name;
+  }
 
   Result<std::vector<std::string>> Verify() {
     HttpClient client(options_.api, options_.http_timeout, options_.api_security);
@@ -132,7 +106,8 @@ class ProcessorWorker::Impl {
       s.in_flight = positions_.size();
       bool first = true;  // the lowest over the partitions
       for (const auto& [key, part] : partitions_) {
-        s.resolved_lsn = first ? part.resolved : std::min(s.resolved_lsn, part.resolved);
+        const Lsn resolved = part.offsets.resolved();
+        s.resolved_lsn = first ? resolved : std::min(s.resolved_lsn, resolved);
         first = false;
       }
     }
@@ -150,28 +125,18 @@ class ProcessorWorker::Impl {
   }
 
  private:
-  using PartitionKey = std::pair<std::string, int32_t>;  // topic, partition
-  struct Pending {
-    bool done = false;
-    Lsn lsn = 0;
-    Lsn resolved = 0;  // a resolved marker's LSN (docs/kafka.md)
-  };
   struct Partition {
-    std::map<int64_t, Pending> offsets;  // received, in offset order
     // The offset the next message should have, and the LSN of the last
     // message before it (from the committed offset's metadata on assignment).
     int64_t expected_offset = 0;
     Lsn last_lsn = 0;
-    Lsn skip_through = 0;     // applied from the durable feed up to here
-    bool progressed = false;  // offsets to commit
-    int64_t commit_offset = -1;
-    Lsn commit_lsn = 0;
-    // The highest resolved marker this worker has passed with everything
-    // before it applied or parked: every change of the partition up to it.
-    Lsn resolved = 0;
+    Lsn skip_through = 0;  // applied from the durable feed up to here
+    // Received since the assignment; its resolved() is the highest marker
+    // passed with everything before it applied or parked (docs/kafka.md).
+    AppliedOffsets offsets;
   };
   struct Position {
-    PartitionKey partition;
+    TopicPartition partition;
     int64_t offset = -1;  // -1: applied from the durable feed
   };
 
@@ -239,10 +204,7 @@ class ProcessorWorker::Impl {
     if (it == positions_.end()) return;
     if (it->second.offset >= 0) {
       auto part = partitions_.find(it->second.partition);
-      if (part != partitions_.end()) {
-        auto pending = part->second.offsets.find(it->second.offset);
-        if (pending != part->second.offsets.end()) pending->second.done = true;
-      }
+      if (part != partitions_.end()) part->second.offsets.Settle(it->second.offset);
     }
     positions_.erase(it);
     drained_.notify_all();
@@ -260,11 +222,15 @@ class ProcessorWorker::Impl {
       if (full) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       } else {
+        std::optional<ConsumedMessage> m;
         for (int i = 0; i < 1000 && !stopping_; ++i) {
-          rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, i == 0 ? 20 : 0);
-          if (m == nullptr) break;
-          OnMessage(m);
-          rd_kafka_message_destroy(m);
+          Status polled = source_->Poll(std::chrono::milliseconds(i == 0 ? 20 : 0), &m);
+          if (!polled.ok()) {
+            SetError("kafka: " + polled.message());
+            continue;
+          }
+          if (!m) break;
+          OnMessage(*m);
         }
       }
       if (std::chrono::steady_clock::now() - last_commit >= kCommitInterval) {
@@ -273,107 +239,78 @@ class ProcessorWorker::Impl {
       }
     }
     // Leaving: finish what is in flight (bounded), commit it, leave the group.
-    WaitDrained([](const PartitionKey&) { return true; });
+    WaitDrained([](const TopicPartition&) { return true; });
     CommitProgress(true);
-    rd_kafka_consumer_close(consumer_);
-    rd_kafka_destroy(consumer_);
-    consumer_ = nullptr;
+    if (Status closed = source_->Close(); !closed.ok()) SetError(closed.message());
   }
 
-  void OnMessage(const rd_kafka_message_t* m) {
-    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-        SetError(std::string("kafka: ") + rd_kafka_message_errstr(m));
-      }
-      return;
-    }
-    PartitionKey key{rd_kafka_topic_name(m->rkt), m->partition};
-    const Lsn lsn = LsnHeader(m);
+  void OnMessage(const ConsumedMessage& m) {
+    const TopicPartition& key = m.at;
+    const Lsn lsn = m.lsn;
     std::optional<Change> change;
-    if (lsn != 0 && m->payload != nullptr) change = ToChange(m, lsn);
+    if (lsn != 0 && m.payload) change = ToChange(m);
 
     std::unique_lock<std::mutex> lock(mutex_);
     auto part = partitions_.find(key);
     if (part == partitions_.end()) return;  // revoked meanwhile
-    if (m->offset > part->second.expected_offset) {
+    if (m.offset > part->second.expected_offset) {
       // Offsets are contiguous: the broker's retention dropped messages this
       // group had not consumed (the consumer was reset to the earliest one).
       const Lsn after = part->second.last_lsn;
       const int64_t expected = part->second.expected_offset;
       lock.unlock();
-      CatchUp(key, after, expected, m->offset);
+      CatchUp(key, after, expected, m.offset);
       lock.lock();
       part = partitions_.find(key);
       if (part == partitions_.end()) return;
     }
-    part->second.expected_offset = m->offset + 1;
+    part->second.expected_offset = m.offset + 1;
     if (lsn != 0) part->second.last_lsn = lsn;
-    Pending& pending = part->second.offsets[m->offset];
-    pending.lsn = lsn;
-    pending.resolved = ResolvedHeader(m);
+    part->second.offsets.Receive(m.offset, lsn, m.resolved);
     // Nothing to apply: a tombstone, a resolved marker (no feedd-lsn
     // header), another kind of message, a change already applied from the
     // durable feed, or a duplicate in flight. Its offset is settled at once,
     // so offsets are committed past it.
     if (!change || lsn <= part->second.skip_through || positions_.count(lsn) != 0) {
-      pending.done = true;
+      part->second.offsets.Settle(m.offset);
       return;
     }
-    positions_[lsn] = Position{key, m->offset};
+    positions_[lsn] = Position{key, m.offset};
     applier_->Dispatch(std::move(*change));
   }
 
   // The change a message carries: its native envelope, or (for a shrunk or
   // foreign envelope) what its headers and key say - enough for
   // level-triggered kinds, which read the current state anyway.
-  std::optional<Change> ToChange(const rd_kafka_message_t* m, Lsn lsn) const {
-    auto parsed = ParseChange(std::string_view(static_cast<const char*>(m->payload), m->len));
-    if (parsed.ok() && parsed->lsn == lsn) {
+  std::optional<Change> ToChange(const ConsumedMessage& m) const {
+    auto parsed = ParseChange(*m.payload);
+    if (parsed.ok() && parsed->lsn == m.lsn) {
       if (sources_.count(parsed->container) == 0) return std::nullopt;
       return std::move(*parsed);
     }
     Change change;
-    change.lsn = lsn;
-    change.container = std::string(HeaderValue(m, "feedd-container"));
-    change.id = std::string(HeaderValue(m, "feedd-id"));
-    change.partition_key = PartitionKeyOf(m);
-    std::string_view op = HeaderValue(m, "feedd-op");
-    change.op = op == "delete" ? ChangeOp::kDelete
-                               : (op == "replace" ? ChangeOp::kReplace : ChangeOp::kCreate);
+    change.lsn = m.lsn;
+    change.container = m.container;
+    change.id = m.id;
+    change.partition_key = m.partition_key;
+    change.op = m.op == "delete" ? ChangeOp::kDelete
+                                 : (m.op == "replace" ? ChangeOp::kReplace : ChangeOp::kCreate);
     if (sources_.count(change.container) == 0 || change.id.empty()) return std::nullopt;
     return change;
   }
 
   // Commits, per partition, the offset of the first change not yet applied or parked.
   void CommitProgress(bool sync) {
-    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(8);
+    std::vector<CommittedPosition> commits;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [key, part] : partitions_) {
-        auto& offsets = part.offsets;
-        while (!offsets.empty() && offsets.begin()->second.done) {
-          part.commit_offset = offsets.begin()->first + 1;
-          if (offsets.begin()->second.lsn != 0) part.commit_lsn = offsets.begin()->second.lsn;
-          part.resolved = std::max(part.resolved, offsets.begin()->second.resolved);
-          offsets.erase(offsets.begin());
-          part.progressed = true;
+        if (std::optional<AppliedOffsets::Position> moved = part.offsets.TakeCommit()) {
+          commits.push_back({key, moved->offset, std::to_string(moved->lsn)});
         }
-        if (!part.progressed) continue;
-        part.progressed = false;
-        auto* p = rd_kafka_topic_partition_list_add(list, key.first.c_str(), key.second);
-        p->offset = part.commit_offset;
-        std::string metadata = std::to_string(part.commit_lsn);
-        p->metadata = strdup(metadata.c_str());  // freed with the list
-        p->metadata_size = metadata.size();
       }
     }
-    if (list->cnt > 0) {
-      rd_kafka_resp_err_t e = rd_kafka_commit(consumer_, list, sync ? 0 : 1);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-        SetError(std::string("committing offsets: ") + rd_kafka_err2str(e));
-      }
-    }
-    rd_kafka_topic_partition_list_destroy(list);
+    if (Status s = source_->Commit(commits, sync); !s.ok()) SetError(s.message());
   }
 
   // Waits (at most revoke_wait) until the partitions selected by `which`
@@ -385,9 +322,7 @@ class ProcessorWorker::Impl {
     auto busy = [&] {
       for (const auto& [key, part] : partitions_) {
         if (!which(key)) continue;
-        for (const auto& [offset, pending] : part.offsets) {
-          if (!pending.done) return true;
-        }
+        if (part.offsets.Busy()) return true;
       }
       return false;
     };
@@ -396,89 +331,65 @@ class ProcessorWorker::Impl {
     }
   }
 
-  static void RebalanceCallback(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                                rd_kafka_topic_partition_list_t* partitions, void* opaque) {
-    static_cast<Impl*>(opaque)->OnRebalance(rk, err, partitions);
-  }
-
-  void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                   rd_kafka_topic_partition_list_t* partitions) {
-    const bool cooperative = std::string(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-      ++rebalances_;
+  // ---- rebalances (the poll thread, inside Poll()) ----
+  void OnAssigned(const std::vector<CommittedPosition>& positions, const Status& read) override {
+    ++rebalances_;
+    if (!read.ok()) SetError(read.message());
+    {
       // Where this group stands: the committed offsets and the LSNs recorded
       // with them (nothing committed: from offset 0 and LSN 0).
-      rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(partitions);
-      rd_kafka_resp_err_t e = rd_kafka_committed(rk, committed, 10000);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        SetError(std::string("reading committed offsets: ") + rd_kafka_err2str(e));
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (int i = 0; i < committed->cnt; ++i) {
-          const rd_kafka_topic_partition_t& c = committed->elems[i];
-          Partition part;
-          if (e == RD_KAFKA_RESP_ERR_NO_ERROR && c.err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-              c.offset >= 0) {
-            part.expected_offset = c.offset;
-            if (c.metadata != nullptr) {
-              part.last_lsn = ParseLsn({static_cast<const char*>(c.metadata), c.metadata_size});
-            }
-          }
-          partitions_[{c.topic, c.partition}] = part;
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const CommittedPosition& position : positions) {
+        Partition part;
+        if (position.offset >= 0) {
+          part.expected_offset = position.offset;
+          part.last_lsn = ParseLsn(position.metadata);
+          part.offsets = AppliedOffsets(part.last_lsn);
         }
+        partitions_[position.partition] = std::move(part);
       }
-      rd_kafka_topic_partition_list_destroy(committed);
-      Status assigned = ChangeAssignment(rk, cooperative, AssignmentChange::kAssign, partitions);
-      if (!assigned.ok()) {
-        // Nothing of them will be fetched: forget them, so that nothing
-        // waits on them. The group still counts them as this worker's until
-        // the next rebalance: loud, counted, in the status.
-        ++assignment_errors_;
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          for (int i = 0; i < partitions->cnt; ++i) {
-            partitions_.erase({partitions->elems[i].topic, partitions->elems[i].partition});
-          }
-        }
-        FEEDD_LOG(kError, "worker") << config_.name << ": " << assigned.message()
-                                    << "; they are not consumed until the next rebalance";
-        SetError(assigned.message());
-        return;
-      }
-      FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << partitions->cnt
-                                 << " partition(s)";
-      return;
     }
-    // Revoked (or lost): let their in-flight changes finish, commit, hand over.
-    std::set<PartitionKey> revoked;
-    for (int i = 0; i < partitions->cnt; ++i) {
-      revoked.insert({partitions->elems[i].topic, partitions->elems[i].partition});
-    }
-    WaitDrained([&](const PartitionKey& key) { return revoked.count(key) != 0; });
+    FEEDD_LOG(kInfo, "worker") << config_.name << ": assigned " << positions.size()
+                               << " partition(s)";
+  }
+
+  void OnAssignRefused(const std::vector<TopicPartition>& partitions, const Status& why) override {
+    // Nothing of them is fetched, and nothing waits on them. The group
+    // still counts them as this worker's until the next rebalance: loud,
+    // counted, in the status.
+    ++rebalances_;
+    ++assignment_errors_;
+    FEEDD_LOG(kError, "worker") << config_.name << ": " << why.message()
+                                << "; they are not consumed until the next rebalance";
+    SetError(why.message());
+  }
+
+  // Revoked (or lost): let their in-flight changes finish, commit, hand over.
+  void OnRevoked(const std::vector<TopicPartition>& partitions) override {
+    const std::set<TopicPartition> revoked(partitions.begin(), partitions.end());
+    WaitDrained([&](const TopicPartition& key) { return revoked.count(key) != 0; });
     CommitProgress(true);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& key : revoked) partitions_.erase(key);
     }
-    Status revoked_ok = ChangeAssignment(rk, cooperative, AssignmentChange::kRevoke, partitions);
-    if (!revoked_ok.ok()) {
-      // Their offsets are committed and this worker no longer applies them
-      // (OnMessage passes over partitions it does not hold).
-      ++assignment_errors_;
-      FEEDD_LOG(kError, "worker") << config_.name << ": " << revoked_ok.message();
-      SetError(revoked_ok.message());
-      return;
-    }
-    FEEDD_LOG(kInfo, "worker") << config_.name << ": handed over " << partitions->cnt
+    FEEDD_LOG(kInfo, "worker") << config_.name << ": handing over " << partitions.size()
                                << " partition(s)";
+  }
+
+  void OnRevokeRefused(const std::vector<TopicPartition>& partitions, const Status& why) override {
+    // Their offsets are committed and this worker no longer applies them
+    // (OnMessage passes over partitions it does not hold).
+    ++assignment_errors_;
+    FEEDD_LOG(kError, "worker") << config_.name << ": " << why.message();
+    SetError(why.message());
   }
 
   // ---- behind retention ----
   // Messages [expected, got) of `key` are gone from the broker. Applies that
   // partition's changes after LSN `after` from the durable feed, up to the
   // head; the messages that follow and are covered are then passed over.
-  void CatchUp(const PartitionKey& key, Lsn after, int64_t expected, int64_t got) {
+  void CatchUp(const TopicPartition& key, Lsn after, int64_t expected, int64_t got) {
     const auto& [topic, partition] = key;
     ++catch_ups_;
     SetState(ProcessorState::kCatchingUp);
@@ -544,8 +455,8 @@ class ProcessorWorker::Impl {
       return Status(ErrorCode::kInternal, "unexpected answer to GET /v1/feed: no headLsn");
     }
     const Lsn head = head_value->to_number<Lsn>();
-    const int32_t partition_count = PartitionCount(topic);
-    if (partition_count <= 0) return Status(ErrorCode::kUnavailable, "no metadata for " + topic);
+    const Result<int32_t> partition_count = source_->PartitionCount(topic);
+    if (!partition_count.ok()) return partition_count.status();
     Lsn next = from_lsn + 1;
     std::set<Lsn> waiting;
     while (next <= head && !stopping_) {
@@ -568,7 +479,7 @@ class ProcessorWorker::Impl {
       for (const auto& envelope : changes) {
         auto change = ParseChange(boost::json::serialize(envelope));
         if (!change.ok() || change->lsn > head) continue;
-        if (KafkaPartitionOf(change->partition_key, partition_count) != partition) continue;
+        if (KafkaPartitionOf(change->partition_key, *partition_count) != partition) continue;
         std::lock_guard<std::mutex> lock(mutex_);
         if (positions_.count(change->lsn) != 0) continue;
         positions_[change->lsn] = Position{{topic, partition}, -1};
@@ -590,18 +501,6 @@ class ProcessorWorker::Impl {
     return head;
   }
 
-  int32_t PartitionCount(const std::string& topic) {
-    rd_kafka_topic_t* rkt = rd_kafka_topic_new(consumer_, topic.c_str(), nullptr);
-    const rd_kafka_metadata_t* metadata = nullptr;
-    int32_t count = -1;
-    if (rd_kafka_metadata(consumer_, 0, rkt, &metadata, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      if (metadata->topic_cnt == 1) count = metadata->topics[0].partition_cnt;
-      rd_kafka_metadata_destroy(metadata);
-    }
-    rd_kafka_topic_destroy(rkt);
-    return count;
-  }
-
   // ---- status ----
   void SetState(ProcessorState state) { status_.SetState(state); }
   void SetError(const std::string& error) { status_.SetError(error); }
@@ -610,17 +509,18 @@ class ProcessorWorker::Impl {
   const std::unique_ptr<ProcessorKind> kind_;
   const std::vector<ContainerSpec> containers_;
   const WorkerOptions options_;
+  // Polled by the poll thread, which also runs the listener callbacks.
+  const std::unique_ptr<PartitionedChangeSource> source_;
   std::set<std::string> sources_;
   std::unique_ptr<KeyedApplier> applier_;
 
-  rd_kafka_t* consumer_ = nullptr;  // used by the poll thread (and its callbacks)
   std::thread poll_thread_;
   std::atomic<bool> stopping_{true};
 
   mutable std::mutex mutex_;
   std::condition_variable drained_;
-  std::map<PartitionKey, Partition> partitions_;  // assigned; GUARDED_BY(mutex_)
-  std::unordered_map<Lsn, Position> positions_;   // in flight; GUARDED_BY(mutex_)
+  std::map<TopicPartition, Partition> partitions_;  // assigned; GUARDED_BY(mutex_)
+  std::unordered_map<Lsn, Position> positions_;     // in flight; GUARDED_BY(mutex_)
 
   std::mutex clients_mutex_;
   std::vector<std::unique_ptr<HttpClient>> all_clients_;
@@ -635,6 +535,16 @@ class ProcessorWorker::Impl {
 Result<std::unique_ptr<ProcessorWorker>> ProcessorWorker::Create(
     ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
     std::vector<ContainerSpec> containers, WorkerOptions options) {
+  auto source = NewKafkaPartitionedChangeSource(options.kafka, Impl::GroupId(config),
+                                                "feedd-worker-" + config.name);
+  return Create(std::move(config), std::move(kind), std::move(containers), std::move(options),
+                std::move(source));
+}
+
+Result<std::unique_ptr<ProcessorWorker>> ProcessorWorker::Create(
+    ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+    std::vector<ContainerSpec> containers, WorkerOptions options,
+    std::unique_ptr<PartitionedChangeSource> source) {
   if (!kind->Distributable()) {
     return Status(ErrorCode::kInvalidRequest,
                   "processor " + config.name + ": kind " + config.kind +
@@ -642,8 +552,9 @@ Result<std::unique_ptr<ProcessorWorker>> ProcessorWorker::Create(
                       "run it in the daemon (processor." +
                       config.name + ".run = daemon)");
   }
-  return std::unique_ptr<ProcessorWorker>(new ProcessorWorker(std::make_unique<Impl>(
-      std::move(config), std::move(kind), std::move(containers), std::move(options))));
+  return std::unique_ptr<ProcessorWorker>(new ProcessorWorker(
+      std::make_unique<Impl>(std::move(config), std::move(kind), std::move(containers),
+                             std::move(options), std::move(source))));
 }
 
 ProcessorWorker::ProcessorWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

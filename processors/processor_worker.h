@@ -5,19 +5,20 @@
 //   The worker joins the instance's Kafka consumer group
 //   (feedd-processor-<name>, the group the in-daemon instance would use), so
 //   the partitions of the source topics are shared among all the workers of
-//   the instance and move to the survivors when one leaves or dies. Changes
+//   the instance and move to the survivors when one leaves or dies. It
+//   reaches the group through a PartitionedChangeSource (the Kafka consumer,
+//   kafka_partitioned_change_source.h; tests give it a fake). Changes
 //   are applied by a KeyedApplier through HttpViewContexts: reads and writes
 //   go to the daemon's HTTP API, copies carry their source's LSN
 //   ("sourceLsn"), so a late write of an older version never wins.
 //
 //   Offsets follow applied order: per partition, the committed offset is the
-//   first change not yet applied or parked (its metadata holds the LSN of the last
-//   applied one). A worker that dies hands over its partitions from there,
-//   and the new owner applies again what was in flight - harmless, because
-//   kinds are level-triggered and copies are conditioned on their source
-//   LSN. A change that keeps failing is parked (with the later changes of
-//   its key) and counts as applied for the offsets, so its partition's
-//   offset moves on; the worker keeps it in memory only (logged, counted in
+//   first change not yet applied or parked (AppliedOffsets; its metadata
+//   holds the LSN of the last applied one). A worker that dies hands over its partitions from
+//   there, and the new owner applies again what was in flight - harmless, because kinds are
+//   level-triggered and copies are conditioned on their source LSN. A change that keeps failing is
+//   parked (with the later changes of its key) and counts as applied for the offsets, so its
+//   partition's offset moves on; the worker keeps it in memory only (logged, counted in
 //   GetStatus().parked): a restart forgets it (Stop() logs what it forgets).
 //
 //   Behind retention: offsets are contiguous, so when the next message of a
@@ -35,24 +36,20 @@
 //   Start() and Stop() are called by one thread; GetStatus() from any.
 //
 // Ownership
-//   Owns the kind, the Kafka consumer and its HTTP clients.
+//   Owns the kind, the change source (the Kafka consumer) and its HTTP
+//   clients.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "processors/kafka_partitioned_change_source.h"
+#include "processors/partitioned_change_source.h"
 #include "processors/processor_instance.h"
 #include "util/http_client.h"
 
 namespace feedd {
-
-// The worker's Kafka consumer.
-struct KafkaConsumerConfig {
-  std::string bootstrap;
-  std::string topic_prefix = "feedd.";
-  std::map<std::string, std::string> properties;  // kafka.<property> pass-through
-};
 
 struct WorkerOptions {
   std::string api;                  // HOST:PORT of the daemon's HTTP API
@@ -87,11 +84,18 @@ struct WorkerStatus {
 
 class ProcessorWorker {
  public:
-  // Fails (invalid_request) for a kind that is not Distributable.
+  // Fails (invalid_request) for a kind that is not Distributable. The
+  // worker consumes Kafka (options.kafka).
   static Result<std::unique_ptr<ProcessorWorker>> Create(ProcessorConfig config,
                                                          std::unique_ptr<ProcessorKind> kind,
                                                          std::vector<ContainerSpec> containers,
                                                          WorkerOptions options);
+  // The same, taking its changes from `source` (options.kafka.topic_prefix
+  // still names the topics).
+  static Result<std::unique_ptr<ProcessorWorker>> Create(
+      ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
+      std::vector<ContainerSpec> containers, WorkerOptions options,
+      std::unique_ptr<PartitionedChangeSource> source);
   ~ProcessorWorker();
 
   Status Start();

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 #include "util/json_parse.h"
 
@@ -22,6 +23,16 @@ namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
 
 constexpr size_t kMaxReplyBytes = 256u << 20;
+// A streamed body is sent in chunks of at most this many bytes.
+constexpr size_t kStreamPieceBytes = 256u << 10;
+
+// The fields every request carries: Host, keep-alive and the bearer token.
+template <typename Request>
+void SetCommonFields(Request& request, const std::string& address, const std::string& token) {
+  request.set(http::field::host, address);
+  request.keep_alive(true);
+  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+}
 
 }  // namespace
 
@@ -68,6 +79,18 @@ class HttpClient::Connection {
     return tls_ ? Exchange(*tls_, request, response) : Exchange(*plain_, request, response);
   }
 
+  // Sends `head` and then the body `source` gives, in chunks, and reads the
+  // answer; read even when sending failed (a server that refuses a body
+  // answers and stops reading it). A failure of `source` ends the exchange
+  // at once, in *source_error.
+  boost::system::error_code ExchangeStreamed(http::request<http::empty_body>& head,
+                                             const HttpClient::BodySource& source,
+                                             Status* source_error,
+                                             http::response<http::string_body>* response) {
+    return tls_ ? ExchangeStreamed(*tls_, head, source, source_error, response)
+                : ExchangeStreamed(*plain_, head, source, source_error, response);
+  }
+
  private:
   template <typename Stream>
   boost::system::error_code Exchange(Stream& stream, http::request<http::string_body>& request,
@@ -77,6 +100,45 @@ class HttpClient::Connection {
     http::async_write(stream, request, [&](boost::system::error_code e, size_t) { ec = e; });
     Run();
     if (ec) return ec;
+    return Read(stream, response);
+  }
+
+  template <typename Stream>
+  boost::system::error_code ExchangeStreamed(Stream& stream, http::request<http::empty_body>& head,
+                                             const HttpClient::BodySource& source,
+                                             Status* source_error,
+                                             http::response<http::string_body>* response) {
+    boost::system::error_code ec;
+    auto written = [&](boost::system::error_code e, size_t) { ec = e; };
+    http::request_serializer<http::empty_body> serializer(head);
+    tcp_stream().expires_after(timeout_);
+    http::async_write_header(stream, serializer, written);
+    Run();
+    std::vector<char> piece(kStreamPieceBytes);
+    while (!ec) {
+      Result<size_t> n = source(piece.data(), piece.size());
+      if (!n.ok()) {
+        *source_error = n.status();
+        return ec;
+      }
+      tcp_stream().expires_after(timeout_);
+      if (*n == 0) {
+        boost::asio::async_write(stream, http::make_chunk_last(), written);
+        Run();
+        break;
+      }
+      boost::asio::async_write(stream, http::make_chunk(boost::asio::buffer(piece.data(), *n)),
+                               written);
+      Run();
+    }
+    boost::system::error_code read_ec = Read(stream, response);
+    if (read_ec && ec) return ec;  // the cause: sending failed
+    return read_ec;
+  }
+
+  template <typename Stream>
+  boost::system::error_code Read(Stream& stream, http::response<http::string_body>* response) {
+    boost::system::error_code ec;
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxReplyBytes);
     tcp_stream().expires_after(timeout_);
@@ -130,6 +192,27 @@ HttpClient::HttpClient(std::string address, std::chrono::milliseconds timeout,
 
 HttpClient::~HttpClient() = default;
 
+std::string HttpClient::Connect() {
+  size_t colon = address_.rfind(':');
+  if (colon == std::string::npos) return "'" + address_ + "' is not HOST:PORT";
+  std::string host = address_.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  connection_ = std::make_unique<Connection>(timeout_, security_.tls.get());
+  boost::system::error_code ec = connection_->Connect(host, address_.substr(colon + 1));
+  if (!ec) return "";
+  connection_.reset();
+  return ec.message();
+}
+
+Status HttpClient::Failure(std::string_view method, std::string_view target,
+                           const std::string& message) const {
+  return Status(ErrorCode::kUnavailable, std::string(method) +
+                                             (security_.tls ? " https://" : " http://") + address_ +
+                                             std::string(target) + ": " + message);
+}
+
 Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view target,
                                    std::string_view body) {
   http::verb verb = http::string_to_verb(method);
@@ -137,44 +220,53 @@ Result<HttpReply> HttpClient::Send(std::string_view method, std::string_view tar
     return Status(ErrorCode::kInvalidRequest, "unknown HTTP method " + std::string(method));
   }
   http::request<http::string_body> request(verb, target, 11);
-  request.set(http::field::host, address_);
-  request.keep_alive(true);
-  if (!security_.bearer_token.empty()) {
-    request.set(http::field::authorization, "Bearer " + security_.bearer_token);
-  }
+  SetCommonFields(request, address_, security_.bearer_token);
   if (!body.empty()) {
     request.set(http::field::content_type, "application/json");
     request.body().assign(body);
   }
   request.prepare_payload();
 
-  size_t colon = address_.rfind(':');
-  if (colon == std::string::npos) {
-    return Status(ErrorCode::kInvalidRequest, "'" + address_ + "' is not HOST:PORT");
-  }
-  std::string host = address_.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  boost::system::error_code ec;
   http::response<http::string_body> response;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const bool reused = connection_ != nullptr;
     if (!reused) {
-      connection_ = std::make_unique<Connection>(timeout_, security_.tls.get());
-      ec = connection_->Connect(host, address_.substr(colon + 1));
-      if (ec) break;
+      if (std::string error = Connect(); !error.empty()) return Failure(method, target, error);
     }
-    ec = connection_->Exchange(request, &response);
+    boost::system::error_code ec = connection_->Exchange(request, &response);
     if (!ec) break;
     connection_.reset();
-    if (!reused) break;  // a fresh connection failed: do not try again
+    // A fresh connection failed: do not try again.
+    if (!reused) return Failure(method, target, ec.message());
   }
-  if (ec) {
+  if (!response.keep_alive()) connection_.reset();
+  HttpReply reply;
+  reply.status = response.result_int();
+  reply.body = std::move(response.body());
+  return reply;
+}
+
+Result<HttpReply> HttpClient::SendStream(std::string_view method, std::string_view target,
+                                         std::string_view content_type, const BodySource& source) {
+  http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) {
+    return Status(ErrorCode::kInvalidRequest, "unknown HTTP method " + std::string(method));
+  }
+  http::request<http::empty_body> head(verb, target, 11);
+  SetCommonFields(head, address_, security_.bearer_token);
+  head.set(http::field::content_type, content_type);
+  head.chunked(true);
+
+  connection_.reset();  // a body that cannot be sent twice goes on a new connection
+  if (std::string error = Connect(); !error.empty()) return Failure(method, target, error);
+  Status source_error;
+  http::response<http::string_body> response;
+  boost::system::error_code ec =
+      connection_->ExchangeStreamed(head, source, &source_error, &response);
+  if (!source_error.ok() || ec) {
     connection_.reset();
-    return Status(ErrorCode::kUnavailable,
-                  std::string(method) + (security_.tls ? " https://" : " http://") + address_ +
-                      std::string(target) + ": " + ec.message());
+    if (!source_error.ok()) return source_error;
+    return Failure(method, target, ec.message());
   }
   if (!response.keep_alive()) connection_.reset();
   HttpReply reply;

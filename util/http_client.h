@@ -6,15 +6,19 @@
 // address (a DNS name or an IP address in its subjectAltName). A bearer
 // token, when given, goes with every request (docs/security.md).
 //
-// Every call is bounded by the timeout given to the constructor. A request
-// that fails on a reused connection (the server closed it while idle) is
-// sent once more on a new one; any other failure is returned as
-// `unavailable` naming the address.
+// Every call is bounded by the timeout given to the constructor (a streamed
+// body: each piece written, and the answer). A request that fails on a
+// reused connection (the server closed it while idle) is sent once more on
+// a new one; any other failure is returned as `unavailable` naming the
+// address. A streamed body (SendStream) cannot be sent twice: it always goes
+// on a new connection.
 //
 // Thread-safety: not thread-safe; use one client per thread.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -61,8 +65,26 @@ class HttpClient {
   Result<HttpReply> Send(std::string_view method, std::string_view target,
                          std::string_view body = {});
 
+  // Gives a streamed body piece by piece: fills up to `capacity` bytes of
+  // `buffer` and returns how many, 0 at the end of the body, or an error
+  // that ends the request (returned by SendStream as it is).
+  using BodySource = std::function<Result<size_t>(char* buffer, size_t capacity)>;
+
+  // Sends `method` to `target` with the body `source` gives, in chunked
+  // transfer coding with `content_type`, holding one piece at a time in
+  // memory. When the server answers before it has taken the whole body (a
+  // refusal) and the sending fails, that answer is still read and returned.
+  Result<HttpReply> SendStream(std::string_view method, std::string_view target,
+                               std::string_view content_type, const BodySource& source);
+
  private:
   class Connection;
+  // Makes connection_ a new connection to address_; an error message, or
+  // "" when it is connected.
+  std::string Connect();
+  // The `unavailable` Status of a failed request.
+  Status Failure(std::string_view method, std::string_view target,
+                 const std::string& message) const;
   std::string address_;
   std::chrono::milliseconds timeout_;
   HttpClientSecurity security_;

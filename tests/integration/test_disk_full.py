@@ -18,6 +18,12 @@ With the reserve disabled (storage.min_free_mb=0) on a 160 MiB tmpfs with a
 90 MiB ballast, RocksDB itself meets ENOSPC: writes answer 503, and once the
 ballast is deleted (RocksDB wants 64 MiB free to clear the error) they are
 accepted again without a restart, with no LSN lost or repeated.
+
+An import job (?job=true) whose body the disk cannot hold while it is
+spooled is answered 507 insufficient_storage, counted in
+feedd_imports_total{outcome="no_space"}, and leaves no spool; a body that
+fits is then imported as a job (the daemon runs no processors here, so it
+keeps its own jobs).
 """
 
 import http.client
@@ -28,6 +34,7 @@ import time
 import unittest
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
+from test_import import post_import
 
 MiB = 1024 * 1024
 PAD = "x" * (256 * 1024)
@@ -97,6 +104,31 @@ class DiskFullTest(FeeddTestCase):
             if line.startswith(name + " "):
                 return float(line.split()[-1])
         self.fail("no %s in /metrics" % name)
+
+    def test_an_import_job_spool_the_disk_cannot_hold_is_refused(self):
+        self.start_on_tmpfs(size_mib=64, ballast_mib=32, min_free_mb=8)
+        c = self.daemon.client()
+        line = b'{"id":"x","userId":"x","type":"user","pad":"%s"}\n' % (b"x" * 1000)
+        status, error = post_import(self.daemon, "users", line * 40_000, query="job=true",
+                                    piece=1 << 20)  # about 40 MiB: more than is free
+        self.assertEqual(status, 507, error)
+        self.assertEqual(error["error"]["code"], "insufficient_storage")
+        self.assertEqual(self.metric('feedd_imports_total{outcome="no_space"}'), 1)
+        self.assertEqual(os.listdir(os.path.join(self.daemon.data_dir, "import-spool")), [])
+        self.assertTrue(self.daemon.alive())
+        self.assertEqual(c.request("GET", "/v1/jobs")[2]["jobs"], [])
+
+        body = b"".join(b'{"id":"u%d","userId":"u%d","type":"user"}\n' % (i, i)
+                        for i in range(100))
+        status, job = post_import(self.daemon, "users", body, query="job=true")
+        self.assertEqual(status, 202, job)
+        deadline = time.monotonic() + 60
+        while job["state"] == "running":
+            self.assertLess(time.monotonic(), deadline, "the import job did not end")
+            time.sleep(0.01)
+            job = c.request("GET", "/v1/jobs/%s" % job["id"])[2]
+        self.assertEqual(job["state"], "succeeded", job)
+        self.assertEqual(job["result"]["created"], 100, job)
 
     def test_writes_stop_at_the_reserve_and_resume_once_space_is_freed(self):
         self.start_on_tmpfs(size_mib=64, ballast_mib=32, min_free_mb=8)

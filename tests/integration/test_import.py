@@ -17,14 +17,29 @@ Kafka broker:
     (`POST .../verify` and `feedctl verify`);
   * onError=stop stops at the first bad line; a bad parameter and an unknown
     container are refused before anything is read.
+
+Import jobs (?job=true, ImportJobTest): the body is spooled and answered
+202 with the job, which reports lines and bytes done of their totals and
+ends with the report the blocking import gives; a job is cancelled between
+batches and keeps the report of what it committed; a client that goes away
+once it has sent the body leaves the job running; a daemon killed during a
+job reports it failed after its restart, and its spool is gone; a body over
+import.spool_max_mb is 413, counted, and leaves no spool. A job is caught
+running without timing: a job of 200,000 lines commits them in batches of
+1 MiB, each synced, which takes seconds, and the test acts as soon as the
+job reports progress (as tests/integration/test_jobs.py does for rebuilds).
 """
 
 import http.client
 import json
 import os
+import re
+import socket
 import subprocess
 import tempfile
+import time
 import unittest
+import urllib.request
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
 from test_kafka import changes_with_raw, consume_all, wait_published
@@ -224,6 +239,218 @@ class ImportTest(FeeddTestCase):
         self.assertEqual(report["error"]["code"], "derived_container")
         # The connection of a refused import is closed; others go on.
         self.assertEqual(self.client.read("users", "u1", "u1")[0], 200)
+
+
+JOB_TIMEOUT_S = 120
+BIG_LINES = 200_000
+
+
+def big_body():
+    """BIG_LINES users of about 250 bytes: seconds of batches to commit."""
+    return "".join(json.dumps({"id": "b%d" % i, "userId": "b%d" % i, "type": "user",
+                               "username": "big user %d" % i, "pad": "x" * 180},
+                              separators=(",", ":")) + "\n"
+                   for i in range(BIG_LINES)).encode()
+
+
+def import_metric(daemon, name, **labels):
+    with urllib.request.urlopen("http://%s/metrics" % daemon.ready["metrics"], timeout=30) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if m and m.group(1) == name:
+            have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            if all(have.get(k) == v for k, v in labels.items()):
+                return float(m.group(3))
+    raise AssertionError("no sample %s%r" % (name, labels))
+
+
+class ImportJobTest(FeeddTestCase):
+
+    def setUp(self):
+        self.daemon = FeeddDaemon(name="feedd-import-job", sync=True,
+                                  extra_args=["--import.batch_mb=1", "--import.sync_mb=1",
+                                              "--import.spool_max_mb=64"])
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+        self.client = self.daemon.client()
+
+    def spools(self):
+        return os.listdir(os.path.join(self.daemon.data_dir, "import-spool"))
+
+    def accepted(self, status, job, container):
+        self.assertEqual(status, 202, job)
+        self.assertRegex(job["id"], r"^[1-9][0-9]*$")
+        self.assertEqual((job["type"], job["container"], job["processor"]),
+                         ("import", container, ""), job)
+        return job
+
+    def until_job(self, job_id, done):
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while True:
+            status, _, job = self.client.request("GET", "/v1/jobs/%s" % job_id)
+            self.assertEqual(status, 200, job)
+            if done(job):
+                return job
+            self.assertLess(time.monotonic(), deadline, "job never got there: %r" % job)
+            time.sleep(0.01)
+
+    def until_ended(self, job_id):
+        return self.until_job(job_id, lambda j: j["state"] != "running")
+
+    def until_progress(self, job_id):
+        """The job, running, once it has committed something."""
+        job = self.until_job(job_id, lambda j: j["state"] != "running" or
+                             j["progress"]["done"] > 0)
+        self.assertEqual(job["state"], "running", "the job ended before the test acted: %r" % job)
+        return job
+
+    def test_a_job_reports_progress_and_the_report_of_the_blocking_import(self):
+        items = [user(u) for u in range(300)]
+        lines = [json.dumps(i) for i in items]
+        lines.insert(7, "{oops")
+        lines.insert(100, json.dumps({"id": "no user id", "type": "user"}))
+        body = ("\n".join(lines)).encode()  # the last line without its newline
+        status, job = post_import(self.daemon, "users", body, query="job=true&ifExists=skip")
+        job = self.accepted(status, job, "users")
+        self.assertEqual(job["progress"]["total"], len(lines))
+        self.assertEqual(job["progress"]["bytesTotal"], len(body))
+        job = self.until_ended(job["id"])
+        self.assertEqual(job["state"], "succeeded", job)
+        self.assertEqual(job["progress"]["done"], len(lines), job)
+        self.assertEqual(job["progress"]["bytesDone"], len(body), job)
+        report = job["result"]
+        self.assertTrue(report["complete"], report)
+        self.assertEqual((report["created"], report["failed"], report["lines"], report["bytes"]),
+                         (300, 2, len(lines), len(body)), report)
+        self.assertEqual([(e["line"], e["code"]) for e in report["errors"]],
+                         [(8, "invalid_json"), (101, "invalid_partition_key")], report)
+        self.assertEqual(self.client.read("users", "u299", "u299")[0], 200)
+        self.assertEqual(self.spools(), [])
+        # The blocking import of the same body reports the same lines.
+        status, blocking = post_import(self.daemon, "users", body)
+        self.assertEqual(status, 200, blocking)
+        self.assertEqual(blocking["errors"], report["errors"])
+        self.assertEqual((blocking["skipped"], blocking["lines"]), (300, report["lines"]))
+        # Listed with the other jobs; a bad job parameter is refused.
+        listed = self.client.request("GET", "/v1/jobs")[2]["jobs"]
+        self.assertEqual(listed[0]["id"], job["id"])
+        status, error = post_import(self.daemon, "users", body, query="job=yes")
+        self.assertEqual((status, error["error"]["code"]), (400, "invalid_request"), error)
+
+    def test_a_cancelled_job_keeps_the_report_of_what_it_committed(self):
+        body = big_body()
+        status, job = post_import(self.daemon, "users", body, query="job=true", piece=1 << 20)
+        job = self.accepted(status, job, "users")
+        running = self.until_progress(job["id"])
+        self.assertGreater(running["progress"]["bytesDone"], 0)
+        self.assertEqual(running["progress"]["bytesTotal"], len(body))
+        self.assertEqual(running["progress"]["total"], BIG_LINES)
+        self.assertGreater(running["progress"]["ratePerSecond"], 0)
+        self.assertIsNotNone(running["progress"]["etaSeconds"])
+        status, _, cancelling = self.client.request("POST", "/v1/jobs/%s/cancel" % job["id"])
+        self.assertEqual(status, 202, cancelling)
+        self.assertTrue(cancelling["cancelRequested"])
+        job = self.until_ended(job["id"])
+        self.assertEqual(job["state"], "cancelled", job)
+        self.assertEqual(job["error"]["code"], "cancelled")
+        report = job["result"]
+        self.assertFalse(report["complete"], report)
+        self.assertEqual(report["error"]["code"], "cancelled", report)
+        created = report["created"]
+        self.assertGreater(created, 0, report)
+        self.assertLess(created, BIG_LINES, report)
+        # Exactly the first `created` lines were written.
+        self.assertEqual(self.client.read("users", "b%d" % (created - 1), "b%d" % (created - 1))[0],
+                         200)
+        self.assertEqual(self.client.read("users", "b%d" % created, "b%d" % created)[0], 404)
+        self.assertEqual(self.spools(), [])
+        self.assertEqual(import_metric(self.daemon, "feedd_imports_running"), 0)
+
+    def test_a_job_survives_its_client(self):
+        items = [user(u) for u in range(500, 800)]
+        body = ndjson(items)
+        with socket.create_connection((self.daemon.host, self.daemon.port), timeout=30) as s:
+            s.sendall(b"POST /v1/containers/users/import?job=true HTTP/1.1\r\nHost: feedd\r\n"
+                      b"Content-Type: application/x-ndjson\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            # Gone before the answer is read.
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        job = None
+        while job is None:
+            for j in self.client.request("GET", "/v1/jobs")[2]["jobs"]:
+                if j["type"] == "import":
+                    job = j
+            self.assertLess(time.monotonic(), deadline, "the import job never started")
+            time.sleep(0.01)
+        job = self.until_ended(job["id"])
+        self.assertEqual(job["state"], "succeeded", job)
+        self.assertEqual(job["result"]["created"], 300, job)
+        self.assertEqual(self.client.read("users", "u799", "u799")[0], 200)
+
+    def test_a_restart_fails_the_running_job_and_removes_its_spool(self):
+        status, job = post_import(self.daemon, "users", big_body(), query="job=true",
+                                  piece=1 << 20)
+        job = self.accepted(status, job, "users")
+        self.until_progress(job["id"])
+        self.assertEqual(len(self.spools()), 1)
+        self.daemon.kill()
+        self.daemon.start()
+        self.client = self.daemon.client()
+        failed = self.client.request("GET", "/v1/jobs/%s" % job["id"])[2]
+        self.assertEqual(failed["state"], "failed", failed)
+        self.assertEqual(failed["error"]["code"], "unavailable")
+        self.assertIn("restarted", failed["error"]["message"])
+        self.assertEqual(self.spools(), [])
+
+        # A graceful stop fails it too, saying so.
+        status, job = post_import(self.daemon, "users", big_body(), query="job=true&ifExists=replace",
+                                  piece=1 << 20)
+        job = self.accepted(status, job, "users")
+        self.until_progress(job["id"])
+        self.daemon.restart(graceful=True)
+        self.client = self.daemon.client()
+        failed = self.client.request("GET", "/v1/jobs/%s" % job["id"])[2]
+        self.assertEqual(failed["state"], "failed", failed)
+        self.assertIn("shut down", failed["error"]["message"])
+        written = failed["result"]["created"] + failed["result"]["replaced"]
+        self.assertGreater(written, 0, failed)
+        last = "b%d" % (written - 1)
+        self.assertEqual(self.client.read("users", last, last)[0], 200)
+        self.assertEqual(self.spools(), [])
+
+    def test_feedctl_import_follows_the_job(self):
+        feedctl = os.environ.get("FEEDCTL_BIN")
+        if not feedctl:
+            self.skipTest("FEEDCTL_BIN is not set")
+        with tempfile.NamedTemporaryFile(suffix=".ndjson") as f:
+            f.write(big_body())
+            f.flush()
+            r = subprocess.run([feedctl, "--api", "%s:%d" % (self.daemon.host, self.daemon.port),
+                                "--json", "import", "users", f.name],
+                               capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual((report["created"], report["failed"], report["complete"]),
+                         (BIG_LINES, 0, True), report)
+        job = self.client.request("GET", "/v1/jobs/%s" % report["job"])[2]
+        self.assertEqual((job["type"], job["container"], job["state"]),
+                         ("import", "users", "succeeded"), job)
+        # Not a terminal: plain progress lines of the job, lines and bytes.
+        self.assertRegex(r.stderr, r"job %s: import users: \d+/%d lines \(\d+%%\), "
+                                   r"[0-9.]+/[0-9.]+ MiB, \d+ lines/s" % (report["job"], BIG_LINES))
+        self.assertIn("feedctl: import users: %d created" % BIG_LINES, r.stderr)
+
+    def test_a_body_over_the_spool_limit_is_refused(self):
+        body = big_body() * 2  # about 90 MiB, over import.spool_max_mb=64
+        status, error = post_import(self.daemon, "users", body, query="job=true", piece=1 << 20)
+        self.assertEqual(status, 413, error)
+        self.assertEqual(error["error"]["code"], "payload_too_large")
+        self.assertIn("import.spool_max_mb", error["error"]["message"])
+        self.assertEqual(import_metric(self.daemon, "feedd_imports_total", outcome="spool_limit"), 1)
+        self.assertEqual(import_metric(self.daemon, "feedd_imports_running"), 0)
+        self.assertEqual(self.spools(), [])
+        self.assertEqual(self.client.request("GET", "/v1/jobs")[2]["jobs"], [])
 
 
 if __name__ == "__main__":

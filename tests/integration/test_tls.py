@@ -8,6 +8,7 @@ TLS 1.1 refused, a certificate rotated by SIGHUP seen on a new connection
 without a certificate and one whose certificate another CA signed.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -172,6 +173,38 @@ class HttpsTest(_TlsBase):
         proc = self.feedctl("--ca-file", self.ca, "processors")
         self.assertEqual(proc.returncode, 1)
         self.assertIn("unauthorized", proc.stderr.decode())
+
+    def test_feedctl_import_over_tls(self):
+        token_file = os.path.join(self.dir, "writer.token")
+        with open(token_file, "w") as f:
+            f.write(SECRETS["writer"] + "\n")
+        items = os.path.join(self.dir, "users.ndjson")
+        with open(items, "w") as f:
+            for i in range(500):
+                f.write(json.dumps({"id": "tls%d" % i, "userId": "tls%d" % i, "type": "user",
+                                    "username": "user %d" % i}) + "\n")
+        proc = self.feedctl("--token-file", token_file, "--ca-file", self.ca, "--no-progress",
+                            "import", "users", items)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        report = json.loads(proc.stdout.decode())
+        self.assertEqual((report["created"], report["failed"], report["complete"]),
+                         (500, 0, True), report)
+        status, _, item = self.daemon.client().request(
+            "GET", "/v1/containers/users/items/tls499/tls499", None, bearer("reader"))
+        self.assertEqual((status, item.get("username")), (200, "user 499"), item)
+        # A reader may not import (403, exit 1); a CA that did not sign the
+        # server's certificate cannot reach it (exit 3).
+        reader_file = os.path.join(self.dir, "reader.token")
+        with open(reader_file, "w") as f:
+            f.write(SECRETS["reader"] + "\n")
+        proc = self.feedctl("--token-file", reader_file, "--ca-file", self.ca, "--no-progress",
+                            "import", "users", items)
+        self.assertEqual(proc.returncode, 1, proc.stderr.decode())
+        self.assertIn("forbidden", proc.stderr.decode())
+        proc = self.feedctl("--token-file", token_file, "--ca-file",
+                            os.path.join(self.dir, "other-ca.pem"), "import", "users", items)
+        self.assertEqual(proc.returncode, 3, proc.stderr.decode())
+        self.assertIn("certificate verify failed", proc.stderr.decode())
 
     def test_plain_http_is_refused_on_the_tls_port(self):
         before = self.handshake_failures()

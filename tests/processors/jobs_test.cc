@@ -245,6 +245,55 @@ TEST_F(JobsTest, AReopenKeepsFinishedJobsAndFailsThoseThatWereRunning) {
   EXPECT_EQ(FileText().find("\"state\":\"running\""), std::string::npos) << FileText();
 }
 
+TEST_F(JobsTest, AnImportJobHasItsContainerBytesAndAPartialResultAcrossReopens) {
+  uint64_t cancelled_id = 0, running_id = 0;
+  {
+    auto jobs = Open();
+    auto cancelled = jobs->Create("import", "", "posts");
+    cancelled->SetTotal(1000);
+    cancelled->SetBytesTotal(64000);
+    jobs->Admit(cancelled->id());
+    cancelled->AddDone(300);
+    cancelled->AddBytesDone(19200);
+    auto seen = jobs->Get(cancelled->id());
+    ASSERT_TRUE(seen);
+    EXPECT_EQ(seen->container, "posts");
+    EXPECT_EQ(seen->processor, "");
+    EXPECT_EQ(seen->bytes_done, 19200u);
+    EXPECT_EQ(seen->bytes_total, std::optional<uint64_t>(64000));
+    boost::json::object json = JobJson(*seen, kT0);
+    EXPECT_EQ(json.at("container").as_string(), "posts");
+    EXPECT_EQ(json.at("progress").at("bytesDone").to_number<uint64_t>(), 19200u);
+    EXPECT_EQ(json.at("progress").at("bytesTotal").to_number<uint64_t>(), 64000u);
+    ASSERT_TRUE(jobs->Cancel(cancelled->id()).ok());
+    jobs->Finish(cancelled->id(), Status(ErrorCode::kCancelled, "the job was cancelled"),
+                 boost::json::object{{"created", 300}});
+    auto running = jobs->Create("import", "", "users");
+    running->SetBytesTotal(10);
+    jobs->Admit(running->id());
+    cancelled_id = cancelled->id();
+    running_id = running->id();
+  }
+  auto jobs = Open();
+  auto cancelled = jobs->Get(cancelled_id);
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->state, JobState::kCancelled);
+  EXPECT_EQ(cancelled->container, "posts");
+  EXPECT_EQ(cancelled->done, 300u);
+  EXPECT_EQ(cancelled->bytes_done, 19200u);
+  EXPECT_EQ(cancelled->bytes_total, std::optional<uint64_t>(64000));
+  EXPECT_EQ(cancelled->result.at("created").to_number<int>(), 300);
+  auto failed = jobs->Get(running_id);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->state, JobState::kFailed);
+  EXPECT_EQ(failed->container, "users");
+  // A processor's job has neither a container nor bytes.
+  auto rebuild = Start(*jobs);
+  boost::json::object json = JobJson(*jobs->Get(rebuild->id()), kT0);
+  EXPECT_TRUE(json.at("container").is_null());
+  EXPECT_TRUE(json.at("progress").at("bytesTotal").is_null());
+}
+
 TEST_F(JobsTest, OnlyTheNewestFinishedJobsAreKept) {
   const size_t extra = 7;
   uint64_t first_kept = 0;

@@ -39,6 +39,18 @@ gtest_discover_tests(ndjson_lines_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
 
+add_executable(http_client_stream_test ${CMAKE_CURRENT_LIST_DIR}/http_client_stream_test.cc)
+target_link_libraries(http_client_stream_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(http_client_stream_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
+add_executable(import_job_test ${CMAKE_CURRENT_LIST_DIR}/import_job_test.cc)
+target_link_libraries(import_job_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(import_job_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
 add_executable(reset_params_test ${CMAKE_CURRENT_LIST_DIR}/reset_params_test.cc)
 target_link_libraries(reset_params_test PRIVATE feedd_http_api GTest::gtest_main)
 gtest_discover_tests(reset_params_test
