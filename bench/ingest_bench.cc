@@ -48,6 +48,7 @@
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
 #include "storage/write_request.h"
+#include "tests/blog_scenario.h"
 #include "util/logging.h"
 
 namespace {
@@ -285,6 +286,7 @@ Sample RunEngine(const Flags& flags, bool sync) {
   std::string dir = FreshDir(flags.dir, "feedd");
   feedd::StoreOptions options;
   options.data_dir = dir;
+  options.containers = feedd::BlogContainers();
   options.sync = sync;
   auto opened = feedd::DocumentStore::Open(options);
   if (!opened.ok()) {

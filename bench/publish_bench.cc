@@ -63,6 +63,7 @@
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
 #include "storage/write_request.h"
+#include "tests/blog_scenario.h"
 #include "util/logging.h"
 
 namespace {
@@ -497,6 +498,7 @@ Sample RunFeedd(const Flags& flags, const ItemMaker& items) {
   const std::string dir = FreshDir(flags.dir);
   feedd::StoreOptions options;
   options.data_dir = dir;
+  options.containers = feedd::BlogContainers();
   options.sync = false;
   auto opened = feedd::DocumentStore::Open(options);
   if (!opened.ok()) Die("open store: " + opened.status().ToString());

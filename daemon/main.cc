@@ -133,22 +133,22 @@ Status CheckTlsFiles(const DaemonConfig& config) {
 
 namespace {
 
-int Run(const DaemonConfig& config) {
-  // Installed before anything starts, so a signal during start-up is not
-  // lost: it stops the daemon (or reloads) as soon as it serves.
-  boost::asio::io_context signal_io(1);
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
-  std::signal(SIGPIPE, SIG_IGN);
+// The start-up steps of Run(). Each logs why it fails and returns the exit
+// code, kExitOk to go on.
 
-  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
-  if (!tokens.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << tokens.status().message();
+// Loads auth.tokens_file into `tokens` (nullptr when not set) and checks the
+// TLS files; logs whether the API authenticates.
+int LoadSecurity(const DaemonConfig& config, std::shared_ptr<const TokenSet>* tokens) {
+  Result<std::shared_ptr<const TokenSet>> loaded = LoadTokens(config);
+  if (!loaded.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot load auth.tokens_file: " << loaded.status().message();
     return kExitBadConfig;
   }
   if (Status tls = CheckTlsFiles(config); !tls.ok()) {
     FEEDD_LOG(kError, "main") << "cannot load the TLS files: " << tls.message();
     return kExitBadConfig;
   }
+  *tokens = std::move(*loaded);
   if (*tokens) {
     FEEDD_LOG(kInfo, "main") << "authentication on: " << (*tokens)->size() << " token(s) from "
                              << config.auth_tokens_file;
@@ -158,11 +158,300 @@ int Run(const DaemonConfig& config) {
                                 << config.http_listen.ToString() << " may read, write and "
                                 << "administer everything";
   }
+  return kExitOk;
+}
 
+void LogStarting(const DaemonConfig& config) {
   FEEDD_LOG(kInfo, "main") << "feedd " << FEEDD_VERSION << " starting: instance "
                            << config.instance_name << ", data in " << config.store.data_dir << ", "
                            << config.store.containers.size() << " container(s)"
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
+  if (config.default_scenario) {
+    FEEDD_LOG(kInfo, "main") << "no container or processor declared: the default scenario of "
+                                "the built-in configs/feedd.conf";
+  }
+}
+
+// Binds the API port and starts /metrics, whose basic authentication
+// (metrics.authenticate) asks `metrics_auth` once it is set.
+int BindPorts(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics,
+              std::atomic<const AuthHandler*>& metrics_auth, std::string* metrics_address) {
+  if (Status s = http.Listen(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
+    return kExitStartupFailure;
+  }
+  MetricsServer::Options metrics_options;
+  metrics_options.listen = config.metrics_listen;
+  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
+  metrics_options.tls = MetricsTls(config);
+  if (config.metrics_authenticate) {
+    metrics_options.auth = [&metrics_auth](const std::string& user, const std::string& password) {
+      const AuthHandler* auth = metrics_auth.load();
+      return auth != nullptr && auth->Authenticates(user, password);
+    };
+  }
+  Result<std::string> address = metrics.Start(std::move(metrics_options));
+  if (!address.ok()) {
+    FEEDD_LOG(kError, "main") << address.status().message() << " (metrics.listen)";
+    return kExitStartupFailure;
+  }
+  *metrics_address = std::move(*address);
+  return kExitOk;
+}
+
+// Opens the store; its group commits feed `commit_probe`.
+int OpenStore(const DaemonConfig& config, CommitProbe& commit_probe,
+              std::unique_ptr<DocumentStore>* store) {
+  StoreOptions store_options = config.store;
+  store_options.on_group_commit = commit_probe.Observer();
+  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
+  if (!opened.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
+                              << opened.status().ToString();
+    return kExitStartupFailure;
+  }
+  *store = std::move(*opened);
+  return kExitOk;
+}
+
+// Kafka as the daemon runs it: the embedded broker (in-memory, development
+// and tests) or a real cluster, and the publisher. Members in start-up
+// order, so they are destroyed the other way round.
+struct Kafka {
+  std::unique_ptr<EmbeddedBroker> broker;
+  std::unique_ptr<Publisher> publisher;
+  std::optional<std::string> bootstrap;  // none: kafka.brokers = none
+  bool embedded = false;
+};
+
+// Starts the embedded broker with a topic for every container (and the
+// heartbeat topic).
+int StartEmbeddedBroker(const DaemonConfig& config, const DocumentStore& store,
+                        std::unique_ptr<EmbeddedBroker>* broker) {
+  auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
+  if (!started.ok()) {
+    FEEDD_LOG(kError, "main") << started.status().ToString();
+    return kExitStartupFailure;
+  }
+  *broker = std::move(*started);
+  for (const ContainerSpec& spec : store.containers()) {
+    Status s =
+        (*broker)->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
+    if (!s.ok()) {
+      FEEDD_LOG(kError, "main") << s.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  if (config.kafka.heartbeat_interval_ms > 0) {
+    if (Status s = (*broker)->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
+      FEEDD_LOG(kError, "main") << s.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  return kExitOk;
+}
+
+// Starts Kafka unless kafka.brokers = none. The publisher never blocks
+// start-up on the broker.
+int StartKafka(const DaemonConfig& config, DocumentStore* store, Kafka* kafka) {
+  if (config.kafka.brokers == KafkaBrokers::kNone) return kExitOk;
+  kafka->embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
+  if (kafka->embedded) {
+    if (int rc = StartEmbeddedBroker(config, *store, &kafka->broker); rc != kExitOk) return rc;
+  }
+  kafka->bootstrap = kafka->embedded ? kafka->broker->bootstrap() : config.kafka.bootstrap;
+  auto started = Publisher::Start(store, config.kafka, *kafka->bootstrap, kafka->embedded);
+  if (!started.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
+                              << started.status().ToString();
+    return kExitStartupFailure;
+  }
+  kafka->publisher = std::move(*started);
+  FEEDD_LOG(kInfo, "main") << "kafka bootstrap " << *kafka->bootstrap
+                           << (kafka->embedded ? " (embedded, in-memory)" : "");
+  return kExitOk;
+}
+
+// What is wrong with the processors and containers of `config`, and, when it
+// declares them, that none comes from the default scenario.
+std::string ScenarioError(const DaemonConfig& config, const Status& status) {
+  if (config.default_scenario) return status.message();
+  return status.message() +
+         " (the configuration declares its containers and processors, so none comes from the "
+         "built-in configs/feedd.conf: docs/configuration.md)";
+}
+
+// Creates and starts the processors of the configuration (processors.enabled).
+int StartProcessors(const DaemonConfig& config, DocumentStore* store, bool kafka_enabled,
+                    ViewCommitProbe& view_commit_probe,
+                    std::unique_ptr<ProcessorManager>* processors) {
+  if (!config.processors_enabled) return kExitOk;
+  auto created =
+      ProcessorManager::Create(store, config.processor_settings, kafka_enabled,
+                               config.processors_max_admin_tasks, view_commit_probe.Observer());
+  if (!created.ok()) {
+    FEEDD_LOG(kError, "main") << "bad processor configuration: "
+                              << ScenarioError(config, created.status());
+    return kExitBadConfig;
+  }
+  *processors = std::move(*created);
+  if (Status s = (*processors)->Start(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start processors: " << s.ToString();
+    (*processors)->Stop();
+    return kExitStartupFailure;
+  }
+  return kExitOk;
+}
+
+// The jobs: the processors' registry, or the daemon's own (`own_jobs`) when
+// there are no processors (import jobs). Import jobs that were running when
+// the daemon stopped are failed by the registry.
+int OpenJobs(const DaemonConfig& config, ProcessorManager* processors,
+             std::unique_ptr<JobRegistry>* own_jobs) {
+  if (processors) return kExitOk;
+  auto opened = JobRegistry::Open(config.store.data_dir + "/" + ProcessorManager::kJobsFile,
+                                  config.store.clock);
+  if (!opened.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot open the jobs: " << opened.status().ToString();
+    return kExitStartupFailure;
+  }
+  *own_jobs = std::move(*opened);
+  return kExitOk;
+}
+
+// Empties `import_spool_dir` of the spools of import jobs the restart failed.
+int PrepareImportSpool(const std::string& import_spool_dir, ProcessorManager* processors) {
+  size_t stale_spools = 0;
+  if (Status s = ResetSpoolDirectory(import_spool_dir, &stale_spools); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot prepare the import spool: " << s.message();
+    if (processors) processors->Stop();
+    return kExitStartupFailure;
+  }
+  if (stale_spools > 0) {
+    FEEDD_LOG(kInfo, "main") << "removed " << stale_spools
+                             << " import spool(s) of jobs the restart failed";
+  }
+  return kExitOk;
+}
+
+ApiRouter::Options RouterOptions(const DaemonConfig& config, const Kafka& kafka,
+                                 ProcessorManager* processors, LongPollProbe& long_poll_probe,
+                                 ImportProbe* import_probe, const std::string& import_spool_dir,
+                                 JobRegistry* jobs) {
+  ApiRouter::Options options;
+  options.publisher = kafka.publisher.get();
+  options.embedded_broker = kafka.embedded;
+  options.processors = processors;
+  options.query_limits = config.query_limits;
+  options.feed_max_page_bytes = config.feed_max_page_bytes;
+  options.query_threads = config.query_threads;
+  options.query_max_queued = config.query_max_queued;
+  options.polls_waiting = long_poll_probe.waiting();
+  options.import_limits.batch_bytes = config.import_batch_bytes;
+  options.import_limits.sync_bytes = config.import_sync_bytes;
+  options.import_limits.max_item_bytes = config.store.max_item_bytes;
+  options.import_max_concurrent = config.import_max_concurrent;
+  options.import_probe = import_probe;
+  options.import_spool_dir = import_spool_dir;
+  options.import_spool_max_bytes = config.import_spool_max_bytes;
+  options.jobs = jobs;
+  return options;
+}
+
+// Serves `handler` on the bound API port; `api` is its address.
+int ServeApi(const DaemonConfig& config, HttpServer& http, HttpHandler* handler, std::string* api) {
+  if (Status status = http.Start(handler); !status.ok()) {
+    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
+    return kExitStartupFailure;
+  }
+  *api = http.bound_address();
+  FEEDD_LOG(kInfo, "main") << "api listening on " << *api
+                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
+                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
+                                                                        : " (HTTPS, mTLS)");
+  return kExitOk;
+}
+
+// Writes the ready file (when set) and tells systemd.
+int AnnounceReady(const DaemonConfig& config, const std::string& api,
+                  const std::string& metrics_address, const std::optional<std::string>& bootstrap,
+                  SystemdNotifier& notifier) {
+  if (!config.ready_file.empty()) {
+    Status status =
+        WriteFileAtomically(config.ready_file, ReadyFileJson(api, metrics_address, bootstrap));
+    if (!status.ok()) {
+      FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
+      return kExitStartupFailure;
+    }
+  }
+  FEEDD_LOG(kInfo, "main") << "ready";
+  notifier.Ready("serving, api on " + api);
+  return kExitOk;
+}
+
+// SIGHUP, for one server: reloads the certificate of `cert_file` (none: no
+// TLS there); a reload that fails keeps what was loaded before.
+void ReloadTls(const std::string& cert_file, const std::function<Status()>& reload) {
+  if (cert_file.empty()) return;
+  if (Status s = reload(); !s.ok()) {
+    FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate " << cert_file
+                              << ", keeping the one loaded before: " << s.message();
+  } else {
+    FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate " << cert_file
+                             << " for new connections";
+  }
+}
+
+// SIGHUP: reloads the TLS certificates and the tokens (`auth`, when the API
+// authenticates); a reload that fails keeps what was loaded before.
+void Reload(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics,
+            AuthHandler* auth) {
+  ReloadTls(config.http_tls_cert_file, [&http] { return http.ReloadTls(); });
+  ReloadTls(config.metrics_tls_cert_file, [&metrics] { return metrics.ReloadTls(); });
+  if (auth == nullptr) return;
+  Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
+  if (!reloaded.ok()) {
+    FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
+                                 "loaded before: "
+                              << reloaded.status().message();
+    return;
+  }
+  FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
+                           << config.auth_tokens_file;
+  auth->SetTokens(std::move(*reloaded));
+}
+
+// Serves SIGHUP with `reload` until SIGINT or SIGTERM, whose number it
+// returns; then a second signal kills at once (default dispositions).
+int WaitForStopSignal(boost::asio::io_context& signal_io, boost::asio::signal_set& signals,
+                      const std::function<void()>& reload) {
+  int signal_number = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int number) {
+        if (ec) return;
+        if (number != SIGHUP) {
+          signal_number = number;
+          return;
+        }
+        reload();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+  signal_io.run();
+  signals.clear();
+  return signal_number;
+}
+
+int Run(const DaemonConfig& config) {
+  // Installed before anything starts, so a signal during start-up is not
+  // lost: it stops the daemon (or reloads) as soon as it serves.
+  boost::asio::io_context signal_io(1);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::shared_ptr<const TokenSet> tokens;
+  if (int rc = LoadSecurity(config, &tokens); rc != kExitOk) return rc;
+  LogStarting(config);
 
   // Both ports first: a taken one stops start-up before the data directory
   // is opened (and locked). API connections wait in the backlog until the
@@ -182,36 +471,13 @@ int Run(const DaemonConfig& config) {
   ViewCommitProbe view_commit_probe(metrics.registry());
   LongPollProbe long_poll_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
-  if (Status s = http.Listen(); !s.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
-    return kExitStartupFailure;
-  }
-  MetricsServer::Options metrics_options;
-  metrics_options.listen = config.metrics_listen;
-  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
-  metrics_options.tls = MetricsTls(config);
-  if (config.metrics_authenticate) {
-    metrics_options.auth = [&metrics_auth](const std::string& user, const std::string& password) {
-      const AuthHandler* auth = metrics_auth.load();
-      return auth != nullptr && auth->Authenticates(user, password);
-    };
-  }
-  Result<std::string> metrics_address = metrics.Start(std::move(metrics_options));
-  if (!metrics_address.ok()) {
-    FEEDD_LOG(kError, "main") << metrics_address.status().message() << " (metrics.listen)";
-    return kExitStartupFailure;
+  std::string metrics_address;
+  if (int rc = BindPorts(config, http, metrics, metrics_auth, &metrics_address); rc != kExitOk) {
+    return rc;
   }
 
-  // The store and processors feed the metrics' histograms.
-  StoreOptions store_options = config.store;
-  store_options.on_group_commit = commit_probe.Observer();
-  Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
-  if (!opened.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "
-                              << opened.status().ToString();
-    return kExitStartupFailure;
-  }
-  std::unique_ptr<DocumentStore> store = std::move(*opened);
+  std::unique_ptr<DocumentStore> store;
+  if (int rc = OpenStore(config, commit_probe, &store); rc != kExitOk) return rc;
 
   // systemd (Type=notify, WatchdogSec): no-op without NOTIFY_SOCKET. Declared
   // after `store` so its watchdog thread is joined before the store goes.
@@ -221,115 +487,30 @@ int Run(const DaemonConfig& config) {
   notifier.StartWatchdog(
       [&store] { return store && store->Health().code() != ErrorCode::kStorageError; });
 
-  // Kafka: the embedded broker (in-memory, development and tests) or a real
-  // cluster. The publisher never blocks start-up on the broker.
-  std::unique_ptr<EmbeddedBroker> broker;
-  std::unique_ptr<Publisher> publisher;
-  std::optional<std::string> bootstrap;
-  const bool embedded = config.kafka.brokers == KafkaBrokers::kEmbedded;
-  if (config.kafka.brokers != KafkaBrokers::kNone) {
-    if (embedded) {
-      auto started = EmbeddedBroker::Start(1, config.kafka.embedded_port);
-      if (!started.ok()) {
-        FEEDD_LOG(kError, "main") << started.status().ToString();
-        return kExitStartupFailure;
-      }
-      broker = std::move(*started);
-      for (const ContainerSpec& spec : store->containers()) {
-        Status s =
-            broker->CreateTopic(config.kafka.topic_prefix + spec.name, config.kafka.partitions);
-        if (!s.ok()) {
-          FEEDD_LOG(kError, "main") << s.ToString();
-          return kExitStartupFailure;
-        }
-      }
-      if (config.kafka.heartbeat_interval_ms > 0) {
-        if (Status s = broker->CreateTopic(HeartbeatTopic(config.kafka), 1); !s.ok()) {
-          FEEDD_LOG(kError, "main") << s.ToString();
-          return kExitStartupFailure;
-        }
-      }
-    }
-    bootstrap = embedded ? broker->bootstrap() : config.kafka.bootstrap;
-    auto started = Publisher::Start(store.get(), config.kafka, *bootstrap, embedded);
-    if (!started.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot start the Kafka publisher: "
-                                << started.status().ToString();
-      return kExitStartupFailure;
-    }
-    publisher = std::move(*started);
-    FEEDD_LOG(kInfo, "main") << "kafka bootstrap " << *bootstrap
-                             << (embedded ? " (embedded, in-memory)" : "");
-  }
-
-  // Processors: the declared ones, or the scenario's views on the default
-  // containers.
+  Kafka kafka;
+  if (int rc = StartKafka(config, store.get(), &kafka); rc != kExitOk) return rc;
   std::unique_ptr<ProcessorManager> processors;
-  if (config.processors_enabled) {
-    std::map<std::string, std::string> settings = ProcessorSettingsOf(config);
-    auto created =
-        ProcessorManager::Create(store.get(), settings, bootstrap.has_value(),
-                                 config.processors_max_admin_tasks, view_commit_probe.Observer());
-    if (!created.ok()) {
-      FEEDD_LOG(kError, "main") << "bad processor configuration: " << created.status().message();
-      return kExitBadConfig;
-    }
-    processors = std::move(*created);
-    if (Status s = processors->Start(); !s.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot start processors: " << s.ToString();
-      processors->Stop();
-      return kExitStartupFailure;
-    }
+  if (int rc = StartProcessors(config, store.get(), kafka.bootstrap.has_value(), view_commit_probe,
+                               &processors);
+      rc != kExitOk) {
+    return rc;
   }
 
-  // The jobs: the processors' registry, or the daemon's own when there are
-  // no processors (import jobs). Import jobs that were running when the
-  // daemon stopped are failed by the registry; their spools go here.
   std::unique_ptr<JobRegistry> own_jobs;
-  if (!processors) {
-    auto opened = JobRegistry::Open(config.store.data_dir + "/" + ProcessorManager::kJobsFile,
-                                    config.store.clock);
-    if (!opened.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot open the jobs: " << opened.status().ToString();
-      return kExitStartupFailure;
-    }
-    own_jobs = std::move(*opened);
-  }
+  if (int rc = OpenJobs(config, processors.get(), &own_jobs); rc != kExitOk) return rc;
   const std::string import_spool_dir = config.store.data_dir + "/" + kImportSpoolDir;
-  size_t stale_spools = 0;
-  if (Status s = ResetSpoolDirectory(import_spool_dir, &stale_spools); !s.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot prepare the import spool: " << s.message();
-    if (processors) processors->Stop();
-    return kExitStartupFailure;
-  }
-  if (stale_spools > 0) {
-    FEEDD_LOG(kInfo, "main") << "removed " << stale_spools
-                             << " import spool(s) of jobs the restart failed";
-  }
+  if (int rc = PrepareImportSpool(import_spool_dir, processors.get()); rc != kExitOk) return rc;
 
-  ApiRouter::Options router_options;
-  router_options.publisher = publisher.get();
-  router_options.embedded_broker = embedded;
-  router_options.processors = processors.get();
-  router_options.query_limits = config.query_limits;
-  router_options.feed_max_page_bytes = config.feed_max_page_bytes;
-  router_options.query_threads = config.query_threads;
-  router_options.query_max_queued = config.query_max_queued;
-  router_options.polls_waiting = long_poll_probe.waiting();
-  router_options.import_limits.batch_bytes = config.import_batch_bytes;
-  router_options.import_limits.sync_bytes = config.import_sync_bytes;
-  router_options.import_limits.max_item_bytes = config.store.max_item_bytes;
-  router_options.import_max_concurrent = config.import_max_concurrent;
-  router_options.import_probe = &import_probe;
-  router_options.import_spool_dir = import_spool_dir;
-  router_options.import_spool_max_bytes = config.import_spool_max_bytes;
-  router_options.jobs = processors ? &processors->jobs() : own_jobs.get();
-  ApiRouter router(store.get(), router_options, http.io_context());
+  ApiRouter router(
+      store.get(),
+      RouterOptions(config, kafka, processors.get(), long_poll_probe, &import_probe,
+                    import_spool_dir, processors ? &processors->jobs() : own_jobs.get()),
+      http.io_context());
   // Authentication inside the metering, so refusals count as requests too.
   std::optional<AuthHandler> auth;
   HttpHandler* served = &router;
-  if (*tokens) {
-    auth.emplace(&router, &ApiRouter::AccessOf, *tokens, &http_probe);
+  if (tokens) {
+    auth.emplace(&router, &ApiRouter::AccessOf, tokens, &http_probe);
     served = &*auth;
     metrics_auth = &*auth;
   }
@@ -348,89 +529,62 @@ int Run(const DaemonConfig& config) {
     router.StopImportJobs();
     http.Stop();
     if (processors) processors->Stop();
-    if (publisher) publisher->Stop();
+    if (kafka.publisher) kafka.publisher->Stop();
     store->Close();
     processors.reset();
     store.reset();
-    publisher.reset();
-    broker.reset();
+    kafka.publisher.reset();
+    kafka.broker.reset();
   };
 
-  Status status = http.Start(&metered_router);
-  if (!status.ok()) {
-    FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << status.ToString();
+  std::string api;
+  if (int rc = ServeApi(config, http, &metered_router, &api); rc != kExitOk) {
     shut_down();
-    return kExitStartupFailure;
+    return rc;
   }
-  std::string api = http.bound_address();
-  FEEDD_LOG(kInfo, "main") << "api listening on " << api
-                           << (config.http_tls_cert_file.empty()        ? " (HTTP)"
-                               : config.http_tls_client_ca_file.empty() ? " (HTTPS)"
-                                                                        : " (HTTPS, mTLS)");
 
-  // The metrics server holds collectables weakly: this one lives until the end.
-  auto state = std::make_shared<StateCollector>(store.get(), publisher.get(), processors.get());
+  // The exposer holds collectables weakly: this one lives until the end.
+  auto state =
+      std::make_shared<StateCollector>(store.get(), kafka.publisher.get(), processors.get());
   metrics.AddCollectable(state);
   FEEDD_LOG(kInfo, "main") << "metrics on "
                            << (config.metrics_tls_cert_file.empty() ? "http://" : "https://")
-                           << *metrics_address << "/metrics";
+                           << metrics_address << "/metrics";
 
-  if (!config.ready_file.empty()) {
-    status =
-        WriteFileAtomically(config.ready_file, ReadyFileJson(api, *metrics_address, bootstrap));
-    if (!status.ok()) {
-      FEEDD_LOG(kError, "main") << "cannot write the ready file: " << status.ToString();
-      shut_down();
-      return kExitStartupFailure;
-    }
+  if (int rc = AnnounceReady(config, api, metrics_address, kafka.bootstrap, notifier);
+      rc != kExitOk) {
+    shut_down();
+    return rc;
   }
-  FEEDD_LOG(kInfo, "main") << "ready";
-  notifier.Ready("serving, api on " + api);
 
-  auto reload_tls = [](const std::string& cert_file, const std::function<Status()>& reload) {
-    if (cert_file.empty()) return;
-    if (Status s = reload(); !s.ok()) {
-      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload the TLS certificate " << cert_file
-                                << ", keeping the one loaded before: " << s.message();
-    } else {
-      FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded the TLS certificate " << cert_file
-                               << " for new connections";
-    }
-  };
-  auto reload = [&] {
-    reload_tls(config.http_tls_cert_file, [&http] { return http.ReloadTls(); });
-    reload_tls(config.metrics_tls_cert_file, [&metrics] { return metrics.ReloadTls(); });
-    if (!auth) return;
-    Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
-    if (!reloaded.ok()) {
-      FEEDD_LOG(kError, "main") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
-                                   "loaded before: "
-                                << reloaded.status().message();
-      return;
-    }
-    FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
-                             << config.auth_tokens_file;
-    auth->SetTokens(std::move(*reloaded));
-  };
-  int signal_number = 0;
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int number) {
-        if (ec) return;
-        if (number != SIGHUP) {
-          signal_number = number;
-          return;
-        }
-        reload();
-        signals.async_wait(on_signal);
-      };
-  signals.async_wait(on_signal);
-  signal_io.run();
-  signals.clear();  // default dispositions again: a second signal kills at once
-
+  int signal_number = WaitForStopSignal(
+      signal_io, signals, [&] { Reload(config, http, metrics, auth ? &*auth : nullptr); });
   FEEDD_LOG(kInfo, "main") << "received " << strsignal(signal_number) << ", stopping";
   shut_down();
   if (!config.ready_file.empty()) unlink(config.ready_file.c_str());
   FEEDD_LOG(kInfo, "main") << "stopped";
+  return kExitOk;
+}
+
+// --check-config: what start-up checks before it touches anything.
+int CheckConfig(const DaemonConfig& config) {
+  if (Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config); !tokens.ok()) {
+    std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
+    return kExitBadConfig;
+  }
+  if (Status tls = CheckTlsFiles(config); !tls.ok()) {
+    std::cerr << "feedd: cannot load the TLS files: " << tls.message() << "\n";
+    return kExitBadConfig;
+  }
+  if (config.processors_enabled) {
+    Status s = ProcessorManager::Validate(config.processor_settings, config.store.containers,
+                                          config.kafka.brokers != KafkaBrokers::kNone);
+    if (!s.ok()) {
+      std::cerr << "feedd: " << ScenarioError(config, s) << "\n";
+      return kExitBadConfig;
+    }
+  }
+  std::cout << "feedd: configuration OK\n";
   return kExitOk;
 }
 
@@ -466,28 +620,7 @@ int main(int argc, char** argv) {
       return feedd::kExitBadConfig;
     }
   }
-  if (flags.check_config) {
-    if (feedd::Result<std::shared_ptr<const feedd::TokenSet>> tokens = feedd::LoadTokens(*config);
-        !tokens.ok()) {
-      std::cerr << "feedd: cannot load auth.tokens_file: " << tokens.status().message() << "\n";
-      return feedd::kExitBadConfig;
-    }
-    if (feedd::Status tls = feedd::CheckTlsFiles(*config); !tls.ok()) {
-      std::cerr << "feedd: cannot load the TLS files: " << tls.message() << "\n";
-      return feedd::kExitBadConfig;
-    }
-    if (config->processors_enabled) {
-      feedd::Status s = feedd::ProcessorManager::Validate(
-          feedd::ProcessorSettingsOf(*config), config->store.containers,
-          config->kafka.brokers != feedd::KafkaBrokers::kNone);
-      if (!s.ok()) {
-        std::cerr << "feedd: " << s.message() << "\n";
-        return feedd::kExitBadConfig;
-      }
-    }
-    std::cout << "feedd: configuration OK\n";
-    return feedd::kExitOk;
-  }
+  if (flags.check_config) return feedd::CheckConfig(*config);
   feedd::SetLogLevel(config->log_level);
   try {
     return worker ? feedd::RunWorker(*config) : feedd::Run(*config);

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "processors/processor_manager.h"
+#include "daemon/default_config.h"
 #include "storage/container_spec.h"
 #include "util/split_list.h"
 
@@ -413,8 +413,7 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 0, 65535, &c.kafka.embedded_port);
      }},
-    {"processors.enabled", "true",
-     "run the processors ([processor.<name>] sections, or the scenario's three views)",
+    {"processors.enabled", "true", "run the processors ([processor.<name>] sections)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.processors_enabled); }},
     {"processors.max_admin_tasks", "2",
      "rebuilds and verifies running at once (1..64); more are answered 429, a second one on "
@@ -571,15 +570,66 @@ Status AddDynamic(const std::string& key, const std::vector<std::string>& values
   return Status::Ok();
 }
 
+// A container as its container.<name>.* keys declare it.
+struct DeclaredContainer {
+  std::string name;
+  std::optional<std::string> partition_key;
+  std::optional<std::string> indexes;
+  std::optional<std::string> writers;
+};
+
+// The ContainerSpec of `declared`, validated.
+Result<ContainerSpec> ContainerSpecOf(const DeclaredContainer& declared) {
+  if (!declared.partition_key) {
+    return ConfigError("invalid container " + declared.name + ": container." + declared.name +
+                       ".partition_key is required");
+  }
+  ContainerSpec spec;
+  spec.name = declared.name;
+  spec.partition_key_path = *declared.partition_key;
+  if (declared.indexes) {
+    for (std::string_view path : SplitList(*declared.indexes)) {
+      if (!path.empty()) spec.index_paths.emplace_back(path);
+    }
+  }
+  if (declared.writers) {
+    Result<ContainerWriters> writers = ParseContainerWriters(*declared.writers);
+    if (!writers.ok()) {
+      return ConfigError("invalid container " + declared.name + ": container." + declared.name +
+                         "." + writers.status().message());
+    }
+    spec.writers = *writers;
+  }
+  Status status = ValidateContainerSpec(spec);
+  if (!status.ok()) {
+    return ConfigError("invalid container " + declared.name + ": " + status.message());
+  }
+  return spec;
+}
+
+// Adds the container.<name>.<field> key `key` to `containers` (in order of
+// first declaration).
+Status AddContainerKey(const DynamicKey& key, std::vector<DeclaredContainer>* containers) {
+  std::string name;
+  std::string field;
+  if (!SplitContainerKey(key.name, &name, &field) ||
+      (field != "partition_key" && field != "indexes" && field != "writers")) {
+    return ConfigError("unknown option " + key.name +
+                       " (a container takes container.<name>.partition_key, "
+                       "container.<name>.indexes and container.<name>.writers)");
+  }
+  auto it = std::find_if(containers->begin(), containers->end(),
+                         [&](const DeclaredContainer& d) { return d.name == name; });
+  if (it == containers->end()) it = containers->insert(containers->end(), {name, {}, {}, {}});
+  (field == "partition_key" ? it->partition_key
+   : field == "indexes"     ? it->indexes
+                            : it->writers) = key.value;
+  return Status::Ok();
+}
+
 // Applies the dynamic keys (file first, then command line, which wins).
 Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
-  struct Declared {
-    std::string name;
-    std::optional<std::string> partition_key;
-    std::optional<std::string> indexes;
-    std::optional<std::string> writers;
-  };
-  std::vector<Declared> containers;  // in order of first declaration
+  std::vector<DeclaredContainer> containers;
   for (const DynamicKey& key : keys) {
     bool kafka = key.name.starts_with("kafka.");
     if (kafka || key.name.starts_with("processor.")) {
@@ -588,54 +638,13 @@ Status ApplyDynamic(const std::vector<DynamicKey>& keys, DaemonConfig* config) {
       (kafka ? config->kafka.properties : config->processor_settings)[rest] = key.value;
       continue;
     }
-    std::string name;
-    std::string field;
-    if (!SplitContainerKey(key.name, &name, &field) ||
-        (field != "partition_key" && field != "indexes" && field != "writers")) {
-      return ConfigError("unknown option " + key.name +
-                         " (a container takes container.<name>.partition_key, "
-                         "container.<name>.indexes and container.<name>.writers)");
-    }
-    auto it = std::find_if(containers.begin(), containers.end(),
-                           [&](const Declared& d) { return d.name == name; });
-    if (it == containers.end())
-      it = containers.insert(containers.end(), Declared{name, {}, {}, {}});
-    (field == "partition_key" ? it->partition_key
-     : field == "indexes"     ? it->indexes
-                              : it->writers) = key.value;
-  }
-
-  if (containers.empty()) {
-    config->store.containers = DefaultContainers();
-    return Status::Ok();
+    if (Status status = AddContainerKey(key, &containers); !status.ok()) return status;
   }
   config->store.containers.clear();
-  for (const Declared& declared : containers) {
-    if (!declared.partition_key) {
-      return ConfigError("invalid container " + declared.name + ": container." + declared.name +
-                         ".partition_key is required");
-    }
-    ContainerSpec spec;
-    spec.name = declared.name;
-    spec.partition_key_path = *declared.partition_key;
-    if (declared.indexes) {
-      for (std::string_view path : SplitList(*declared.indexes)) {
-        if (!path.empty()) spec.index_paths.emplace_back(path);
-      }
-    }
-    if (declared.writers) {
-      Result<ContainerWriters> writers = ParseContainerWriters(*declared.writers);
-      if (!writers.ok()) {
-        return ConfigError("invalid container " + declared.name + ": container." + declared.name +
-                           "." + writers.status().message());
-      }
-      spec.writers = *writers;
-    }
-    Status status = ValidateContainerSpec(spec);
-    if (!status.ok()) {
-      return ConfigError("invalid container " + declared.name + ": " + status.message());
-    }
-    config->store.containers.push_back(std::move(spec));
+  for (const DeclaredContainer& declared : containers) {
+    Result<ContainerSpec> spec = ContainerSpecOf(declared);
+    if (!spec.ok()) return spec.status();
+    config->store.containers.push_back(std::move(*spec));
   }
   return Status::Ok();
 }
@@ -655,6 +664,11 @@ Status CheckTlsFiles(const std::string& section, const std::string& cert, const 
                        ".tls_cert_file and " + section + ".tls_key_file)");
   }
   return Status::Ok();
+}
+
+// A key that declares part of the scenario: a container or a processor.
+bool IsScenarioKey(const DynamicKey& key) {
+  return key.name.starts_with("container.") || key.name.starts_with("processor.");
 }
 
 // Applies every table option from `values` (defaults included).
@@ -710,22 +724,18 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
   return Status::Ok();
 }
 
-Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const char* const* envp,
-                                       CommandFlags* flags) {
-  po::options_description config_desc = ConfigDescription();
+// Reads the command line: the flags and --config into `flags` and `config`,
+// table options into `table` (aliases resolved), dynamic keys into
+// `dynamic`.
+Status ReadCommandLine(int argc, const char* const* argv,
+                       const po::options_description& config_desc, DaemonConfig* config,
+                       CommandFlags* flags, po::parsed_options* table,
+                       std::vector<DynamicKey>* dynamic) {
   po::options_description cli_desc;
   cli_desc.add(CommandLineOnlyDescription()).add(config_desc);
-
-  po::variables_map values;
-  std::vector<DynamicKey> file_keys;
-  std::vector<DynamicKey> cli_keys;
-  DaemonConfig config;
-
-  // 1. Command line.
   int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
   po::parsed_options cli =
       po::command_line_parser(argc, argv).options(cli_desc).style(style).allow_unregistered().run();
-  po::parsed_options cli_config(&config_desc);
   for (po::option& option : cli.options) {
     const std::string& key = option.string_key;
     if (option.position_key != -1) {
@@ -737,7 +747,7 @@ Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const 
         std::string token = option.original_tokens.empty() ? key : option.original_tokens.front();
         return ConfigError("unknown option " + token.substr(0, token.find('=')));
       }
-      Status status = AddDynamic(key, option.value, "command line", &cli_keys);
+      Status status = AddDynamic(key, option.value, "command line", dynamic);
       if (!status.ok()) return status;
       continue;
     }
@@ -748,24 +758,20 @@ Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const 
     } else if (key == "check-config") {
       flags->check_config = true;
     } else if (key == "config") {
-      config.config_file = option.value.front();
+      config->config_file = option.value.front();
     } else {
       auto alias = std::find_if(std::begin(kAliases), std::end(kAliases),
                                 [&](const Alias& a) { return key == a.name; });
       if (alias != std::end(kAliases)) option.string_key = alias->option;
-      cli_config.options.push_back(std::move(option));
+      table->options.push_back(std::move(option));
     }
   }
-  if (flags->help || flags->version) {
-    po::store(po::parsed_options(&config_desc), values);
-    Status status = ApplyTable(values, &config);
-    if (!status.ok()) return status;
-    config.store.containers = DefaultContainers();
-    return config;
-  }
-  po::store(cli_config, values);
+  return Status::Ok();
+}
 
-  // 2. Environment.
+// The table options set in the environment (FEEDD_SECTION_KEY).
+po::parsed_options ReadEnvironment(const char* const* envp,
+                                   const po::options_description& config_desc) {
   std::unordered_map<std::string, std::string> env_to_option;
   for (const OptionSpec& spec : kOptions) env_to_option.emplace(EnvName(spec.name), spec.name);
   po::parsed_options env(&config_desc);
@@ -777,47 +783,116 @@ Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const 
     if (it == env_to_option.end()) continue;
     env.options.emplace_back(it->second, std::vector<std::string>{std::string(var.substr(eq + 1))});
   }
-  po::store(env, values);
+  return env;
+}
 
-  // 3. Config file.
-  if (!config.config_file.empty()) {
-    std::ifstream file(config.config_file);
-    if (!file) {
-      return ConfigError("cannot open config file " + config.config_file + ": " +
-                         std::strerror(errno));
+// Reads INI text named `source` (in messages): table options into `table`,
+// dynamic keys into `dynamic`.
+Status ReadConfigText(std::istream& in, const std::string& source,
+                      const po::options_description& config_desc, po::parsed_options* table,
+                      std::vector<DynamicKey>* dynamic) {
+  po::parsed_options parsed = po::parse_config_file(in, config_desc, true);
+  for (po::option& option : parsed.options) {
+    if (!option.unregistered) {
+      table->options.push_back(std::move(option));
+      continue;
     }
-    po::parsed_options parsed = po::parse_config_file(file, config_desc, true);
-    po::parsed_options file_config(&config_desc);
-    for (po::option& option : parsed.options) {
-      if (!option.unregistered) {
-        file_config.options.push_back(std::move(option));
-        continue;
-      }
-      if (!IsDynamic(option.string_key)) {
-        return ConfigError("unknown option " + option.string_key + " in " + config.config_file);
-      }
-      Status status = AddDynamic(option.string_key, option.value, config.config_file, &file_keys);
-      if (!status.ok()) return status;
+    if (!IsDynamic(option.string_key)) {
+      return ConfigError("unknown option " + option.string_key + " in " + source);
     }
-    po::store(file_config, values);
+    Status status = AddDynamic(option.string_key, option.value, source, dynamic);
+    if (!status.ok()) return status;
   }
+  return Status::Ok();
+}
 
-  // 4. Defaults were filled in by po::store; validate and apply everything.
-  Status status = ApplyTable(values, &config);
+// ReadConfigText() of the file at `path`.
+Status ReadConfigFile(const std::string& path, const po::options_description& config_desc,
+                      po::parsed_options* table, std::vector<DynamicKey>* dynamic) {
+  std::ifstream file(path);
+  if (!file) return ConfigError("cannot open config file " + path + ": " + std::strerror(errno));
+  return ReadConfigText(file, path, config_desc, table, dynamic);
+}
+
+// The [container.*] and [processor.*] keys of the built-in configs/feedd.conf.
+Result<std::vector<DynamicKey>> DefaultScenarioKeys(const po::options_description& config_desc) {
+  std::istringstream text{std::string(DefaultConfigText())};
+  po::parsed_options table(&config_desc);
+  std::vector<DynamicKey> keys;
+  Status status =
+      ReadConfigText(text, "the built-in configs/feedd.conf", config_desc, &table, &keys);
   if (!status.ok()) return status;
-  std::vector<DynamicKey> dynamic = std::move(file_keys);
+  std::erase_if(keys, [](const DynamicKey& key) { return !IsScenarioKey(key); });
+  return keys;
+}
+
+// The dynamic keys of the file with those of the command line over them.
+std::vector<DynamicKey> MergeDynamic(std::vector<DynamicKey> file_keys,
+                                     std::vector<DynamicKey> cli_keys) {
+  std::vector<DynamicKey> merged = std::move(file_keys);
   for (DynamicKey& key : cli_keys) {
-    auto it = std::find_if(dynamic.begin(), dynamic.end(),
+    auto it = std::find_if(merged.begin(), merged.end(),
                            [&](const DynamicKey& k) { return k.name == key.name; });
-    if (it != dynamic.end()) {
+    if (it != merged.end()) {
       it->value = std::move(key.value);
     } else {
-      dynamic.push_back(std::move(key));
+      merged.push_back(std::move(key));
     }
   }
-  status = ApplyDynamic(dynamic, &config);
+  return merged;
+}
+
+// The scenario rule (options.h): with no container.* or processor.* key
+// declared, those of the built-in configs/feedd.conf.
+Status AddDefaultScenario(const po::options_description& config_desc,
+                          std::vector<DynamicKey>* dynamic, DaemonConfig* config) {
+  config->default_scenario = std::none_of(dynamic->begin(), dynamic->end(), IsScenarioKey);
+  if (!config->default_scenario) return Status::Ok();
+  Result<std::vector<DynamicKey>> defaults = DefaultScenarioKeys(config_desc);
+  if (!defaults.ok()) return defaults.status();
+  dynamic->insert(dynamic->end(), defaults->begin(), defaults->end());
+  return Status::Ok();
+}
+
+// Validates and applies the table options in `values` (defaults filled in)
+// and the dynamic keys, the default scenario's when none is declared.
+Status ApplyAll(const po::options_description& config_desc, const po::variables_map& values,
+                std::vector<DynamicKey> dynamic, DaemonConfig* config) {
+  if (Status status = ApplyTable(values, config); !status.ok()) return status;
+  if (Status status = AddDefaultScenario(config_desc, &dynamic, config); !status.ok()) {
+    return status;
+  }
+  if (Status status = ApplyDynamic(dynamic, config); !status.ok()) return status;
+  return ValidateKafkaOptions(config->kafka);
+}
+
+Result<DaemonConfig> LoadConfigOrThrow(int argc, const char* const* argv, const char* const* envp,
+                                       CommandFlags* flags) {
+  po::options_description config_desc = ConfigDescription();
+  DaemonConfig config;
+  po::parsed_options cli_table(&config_desc);
+  std::vector<DynamicKey> cli_keys;
+  Status status = ReadCommandLine(argc, argv, config_desc, &config, flags, &cli_table, &cli_keys);
   if (!status.ok()) return status;
-  status = ValidateKafkaOptions(config.kafka);
+
+  po::variables_map values;             // the first source stored sets an option
+  if (flags->help || flags->version) {  // the defaults only
+    po::store(po::parsed_options(&config_desc), values);
+    status = ApplyAll(config_desc, values, {}, &config);
+    if (!status.ok()) return status;
+    return config;
+  }
+  po::store(cli_table, values);
+  po::store(ReadEnvironment(envp, config_desc), values);
+  std::vector<DynamicKey> file_keys;
+  if (!config.config_file.empty()) {
+    po::parsed_options file_table(&config_desc);
+    status = ReadConfigFile(config.config_file, config_desc, &file_table, &file_keys);
+    if (!status.ok()) return status;
+    po::store(file_table, values);
+  }
+  status = ApplyAll(config_desc, values, MergeDynamic(std::move(file_keys), std::move(cli_keys)),
+                    &config);
   if (!status.ok()) return status;
   return config;
 }
@@ -851,13 +926,15 @@ std::string OptionsHelp() {
       << CommandLineOnlyDescription() << "\n"
       << ConfigDescription() << "\n"
       << "Dynamic keys (INI or --KEY=VALUE on the command line):\n"
-         "  container.<name>.partition_key  JSON Pointer of the partition key (declaring any\n"
-         "                                  container replaces the default containers)\n"
+         "  container.<name>.partition_key  JSON Pointer of the partition key\n"
          "  container.<name>.indexes        comma-separated JSON Pointers to index\n"
          "  container.<name>.writers        any (default) | processors: only processors\n"
          "                                  write it, clients get 403 derived_container\n"
          "  kafka.<property>                librdkafka property, passed through\n"
          "  processor.<name>.<key>          processor settings\n"
+         "Containers and processors are the scenario: declare one and only the declared\n"
+         "ones exist; declare none and they are those of the built-in configs/feedd.conf\n"
+         "(docs/configuration.md).\n"
          "\n"
          "Exit status:\n"
          "  0    stopped by SIGTERM or SIGINT; --help, --version, --check-config passed\n"
@@ -873,38 +950,6 @@ std::string OptionsHelp() {
          "Files:\n"
          "  /etc/feedd/feedd.conf    the configuration of the packaged service\n";
   return out.str();
-}
-
-namespace {
-
-bool UsesDefaultContainers(const DaemonConfig& config) {
-  auto by_name = [](std::vector<ContainerSpec> specs) {
-    std::sort(specs.begin(), specs.end(),
-              [](const auto& a, const auto& b) { return a.name < b.name; });
-    return specs;
-  };
-  auto configured = by_name(config.store.containers);
-  auto defaults = by_name(DefaultContainers());
-  if (configured.size() != defaults.size()) return false;
-  for (size_t i = 0; i < defaults.size(); ++i) {
-    if (configured[i].name != defaults[i].name ||
-        configured[i].partition_key_path != defaults[i].partition_key_path ||
-        configured[i].index_paths != defaults[i].index_paths) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-// The processor settings the daemon runs: the declared ones, or the
-// scenario's three views on the default containers.
-std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config) {
-  if (!config.processor_settings.empty() || !UsesDefaultContainers(config)) {
-    return config.processor_settings;
-  }
-  return ProcessorManager::DefaultSettings();
 }
 
 }  // namespace feedd

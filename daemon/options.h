@@ -10,11 +10,18 @@
 //   3. config file    --config FILE, INI with [section] headers
 //   4. the declared default
 // Dynamic keys, from the config file or the command line (--KEY=VALUE form):
-//   container.<name>.partition_key / .indexes  containers (replace the
-//                                              defaults when any is declared)
+//   container.<name>.partition_key / .indexes / .writers   containers
 //   kafka.<property>                           passed through to librdkafka
 //   processor.<name>.<key>                     read by processors/
 // Any other unknown option is an error.
+//
+// The scenario rule: the containers and processors are the scenario, and a
+// configuration declares it whole or not at all. When the config file and the
+// command line together have any container.* or processor.* key, the
+// containers are exactly the declared ones and the processors exactly the
+// declared ones. When they have none, both are those of the built-in
+// configs/feedd.conf (daemon/default_config.h). Neither storage/ nor
+// processors/ knows a scenario (docs/configuration.md).
 //
 // Thread-safety: LoadConfig() is a pure function of its arguments (it reads
 // only the named config file). DaemonConfig is a plain value.
@@ -82,11 +89,13 @@ struct DaemonConfig {
   // kafka.properties, keyed by <property> (e.g. "linger.ms").
   KafkaOptions kafka;
 
-  // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind").
+  // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind"): the
+  // declared ones, or the default scenario's.
   std::map<std::string, std::string> processor_settings;
-  // processors.enabled: run processors (the declared ones, or the
-  // scenario's three when none is declared and the containers are the
-  // default ones).
+  // true when no container or processor is declared, so that the
+  // containers and processors are those of the built-in configs/feedd.conf.
+  bool default_scenario = false;
+  // processors.enabled: run the processors of processor_settings.
   bool processors_enabled = true;
   size_t processors_max_admin_tasks = 2;  // rebuilds/verifies at once
 
@@ -114,11 +123,6 @@ struct CommandFlags {
   bool version = false;       // --version: print "feedd FEEDD_VERSION" and exit 0
   bool check_config = false;  // --check-config: validate, report, exit
 };
-
-// The processor settings of `config`: the declared ones, or the scenario's
-// three views (ProcessorManager::DefaultSettings) when none is declared and
-// the containers are the default ones.
-std::map<std::string, std::string> ProcessorSettingsOf(const DaemonConfig& config);
 
 // Reads the configuration. `envp` is a null-terminated "NAME=VALUE" array
 // (may be null). On error the Status (invalid_request) names the bad option,

@@ -131,7 +131,7 @@ int RunWorker(const DaemonConfig& config) {
   options.kafka =
       KafkaConsumerConfig{bootstrap, config.kafka.topic_prefix, config.kafka.properties};
   auto created =
-      ProcessorManager::CreateWorkers(ProcessorSettingsOf(config), *containers, options,
+      ProcessorManager::CreateWorkers(config.processor_settings, *containers, options,
                                       config.worker_processors, view_commit_probe.Observer());
   if (!created.ok()) {
     FEEDD_LOG(kError, "worker") << "bad processor configuration: " << created.status().message();

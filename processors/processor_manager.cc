@@ -23,37 +23,6 @@ Status ParseCount(const ProcessorSettings& s, const std::string& key, const std:
   }
 }
 
-}  // namespace
-
-std::map<std::string, std::string> ProcessorManager::DefaultSettings() {
-  return {
-      {"usernames.kind", "field_copy"},
-      {"usernames.source_container", "users"},
-      {"usernames.source_filter", "type=user"},
-      {"usernames.key_field", "/userId"},
-      {"usernames.value_field", "/username"},
-      {"usernames.target_container", "posts"},
-      {"usernames.target_key_field", "/userId"},
-      {"usernames.target_field", "/userUsername"},
-      {"user_posts.kind", "projection"},
-      {"user_posts.source_container", "posts"},
-      {"user_posts.source_filter", "type=post"},
-      {"user_posts.target_container", "users"},
-      {"user_posts.truncate_field", "/content"},
-      {"user_posts.truncate_chars", "200"},
-      {"feed.kind", "top_n"},
-      {"feed.source_container", "posts"},
-      {"feed.source_filter", "type=post"},
-      {"feed.target_container", "feed"},
-      {"feed.order_by", "/creationDate"},
-      {"feed.cap", "100"},
-      {"feed.truncate_field", "/content"},
-      {"feed.truncate_chars", "200"},
-  };
-}
-
-namespace {
-
 struct ParsedInstance {
   ProcessorConfig config;
   std::unique_ptr<ProcessorKind> kind;
@@ -135,19 +104,51 @@ Result<std::vector<ParsedInstance>> ParseInstances(
   return parsed;
 }
 
+// A container only processors may write (writers = processors) that no
+// declared processor writes into would stay empty and refuse every write.
+Status CheckDerivedContainersAreWritten(const std::vector<ParsedInstance>& parsed,
+                                        const std::vector<ContainerSpec>& containers) {
+  for (const ContainerSpec& spec : containers) {
+    if (spec.writers != ContainerWriters::kProcessors) continue;
+    bool written = std::any_of(parsed.begin(), parsed.end(), [&](const ParsedInstance& p) {
+      std::vector<std::string> targets = p.kind->TargetContainers();
+      return std::find(targets.begin(), targets.end(), spec.name) != targets.end();
+    });
+    if (!written) {
+      return Status(ErrorCode::kInvalidRequest,
+                    "container " + spec.name +
+                        " is written by processors only (writers = processors), but no declared "
+                        "processor writes into it: declare the processor that fills it "
+                        "([processor.<name>] with target_container = " +
+                        spec.name + ") or set container." + spec.name + ".writers = any");
+    }
+  }
+  return Status::Ok();
+}
+
+// ParseInstances, then the checks of the daemon's whole set of processors.
+Result<std::vector<ParsedInstance>> ParseDaemonInstances(
+    const std::map<std::string, std::string>& settings,
+    const std::vector<ContainerSpec>& containers, bool kafka_enabled) {
+  auto parsed = ParseInstances(settings, containers, kafka_enabled);
+  if (!parsed.ok()) return parsed.status();
+  if (Status s = CheckDerivedContainersAreWritten(*parsed, containers); !s.ok()) return s;
+  return parsed;
+}
+
 }  // namespace
 
 Status ProcessorManager::Validate(const std::map<std::string, std::string>& settings,
                                   const std::vector<ContainerSpec>& containers,
                                   bool kafka_enabled) {
-  return ParseInstances(settings, containers, kafka_enabled).status();
+  return ParseDaemonInstances(settings, containers, kafka_enabled).status();
 }
 
 Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
     size_t max_admin_tasks,
     std::function<void(const std::string& processor, double seconds)> on_view_committed) {
-  auto parsed = ParseInstances(settings, store->containers(), kafka_enabled);
+  auto parsed = ParseDaemonInstances(settings, store->containers(), kafka_enabled);
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;

@@ -33,6 +33,8 @@ class ProcessorManager {
   // (processors.max_admin_tasks; see admin_tasks()).
   // `on_view_committed(processor, seconds)`, when set, observes each
   // instance's commit-to-view latency (ProcessorConfig::on_view_committed).
+  // A container with writers = processors that no instance (daemon or
+  // worker) writes into is an error (invalid_request): it would stay empty.
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
       size_t max_admin_tasks,
@@ -47,10 +49,6 @@ class ProcessorManager {
   // What Create() checks, without a store (for feedd --check-config).
   static Status Validate(const std::map<std::string, std::string>& settings,
                          const std::vector<ContainerSpec>& containers, bool kafka_enabled);
-
-  // The three views of the blogging scenario (docs/processors.md), as
-  // processor.<name>.<key> settings.
-  static std::map<std::string, std::string> DefaultSettings();
 
   // Opens the jobs (jobs()), drops the retention watermarks of processors it
   // does not run (removed, or run = worker), then starts every instance.

@@ -55,12 +55,4 @@ Result<ContainerWriters> ParseContainerWriters(std::string_view text) {
                 "writers must be 'any' or 'processors', not '" + std::string(text) + "'");
 }
 
-std::vector<ContainerSpec> DefaultContainers() {
-  return {
-      {"users", "/userId", {}},
-      {"posts", "/postId", {"/userId"}},
-      {"feed", "/type", {}, ContainerWriters::kProcessors},
-  };
-}
-
 }  // namespace feedd

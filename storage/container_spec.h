@@ -32,8 +32,4 @@ Result<ContainerWriters> ParseContainerWriters(std::string_view text);
 // index path, and no index on the partition key path.
 Status ValidateContainerSpec(const ContainerSpec& spec);
 
-// The blogging containers of the scenario: users(/userId), posts(/postId,
-// index /userId), feed(/type, written by processors only).
-std::vector<ContainerSpec> DefaultContainers();
-
 }  // namespace feedd

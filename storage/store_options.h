@@ -21,7 +21,9 @@ namespace feedd {
 
 struct StoreOptions {
   std::string data_dir = "./data";
-  std::vector<ContainerSpec> containers = DefaultContainers();
+  // The containers; none by default (the daemon reads them from its
+  // configuration, daemon/options.h).
+  std::vector<ContainerSpec> containers;
 
   // true: a write is acknowledged only once its WAL is fsynced (concurrent
   // writes share one fsync). false: acknowledged once in the OS page cache.

@@ -15,6 +15,7 @@
 
 #include "feed/embedded_broker.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -41,6 +42,7 @@ TEST(PublisherProbeTest, ReportsThePublishersStatus) {
   const std::string dir = tmpl;
   StoreOptions options;
   options.data_dir = dir;
+  options.containers = BlogContainers();
   options.sync = false;
   auto store = DocumentStore::Open(options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();

@@ -17,6 +17,7 @@
 #include "feed/embedded_broker.h"
 #include "feed/kafka_message.h"
 #include "feed/retained_tail.h"
+#include "tests/blog_scenario.h"
 #include "tests/feed/forwarding_store.h"
 
 namespace feedd {
@@ -121,6 +122,7 @@ class PublisherTest : public ::testing::Test {
     char tmpl[] = "/tmp/feedd-publisher-XXXXXX";
     dir_ = mkdtemp(tmpl);
     options_.data_dir = dir_;
+    options_.containers = BlogContainers();
     options_.sync = false;
     options_.clock = &clock_;
     OpenStore();

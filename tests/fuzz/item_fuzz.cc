@@ -20,6 +20,7 @@
 #include "storage/container_spec.h"
 #include "storage/json_pointer.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 namespace feedd {
@@ -78,7 +79,7 @@ void CheckDerived(const ContainerSpec& spec, const boost::json::object& body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace feedd;
   static const std::vector<ContainerSpec> containers = [] {
-    std::vector<ContainerSpec> specs = DefaultContainers();
+    std::vector<ContainerSpec> specs = BlogContainers();
     // Nested partition key and index paths, an array index among them.
     specs.push_back({"nested", "/key/pk", {"/tags/0", "/a~1b", "/type"}});
     return specs;

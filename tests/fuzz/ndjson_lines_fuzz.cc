@@ -21,6 +21,7 @@
 #include "daemon/ndjson_lines.h"
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 namespace feedd {
@@ -73,7 +74,7 @@ void CheckLine(const NdjsonLines::Line& line, size_t max, std::vector<Expected>&
     return;
   }
   if (!value->is_object()) return;
-  static const std::vector<ContainerSpec> containers = DefaultContainers();
+  static const std::vector<ContainerSpec> containers = BlogContainers();
   Result<PreparedItem> item =
       PrepareItem(containers[1], std::move(value->as_object()), std::nullopt, std::nullopt, 4096);
   if (!item.ok()) {

@@ -25,6 +25,11 @@ import urllib.parse
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 
+# The blog scenario as a configuration file: the daemon builds the same file
+# in as its default (daemon/default_config.h).
+SCENARIO_CONFIG = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "..", "..", "configs", "feedd.conf"))
+
 
 def feedd_binary():
     path = os.environ.get("FEEDD_BIN")

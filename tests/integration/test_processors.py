@@ -15,8 +15,9 @@ threads at once. Once every processor has applied the head of the change feed
     likes with current usernames, Q6 exactly the top 100 of `feed`; no stray,
     missing or duplicate copy anywhere.
 
-Variants: the default views and the same views declared in the configuration
-(in the daemon, processors take changes in-process from the commit path and
+Variants: the default views (no configuration: the built-in configs/feedd.conf)
+and the same views declared in the configuration (--config configs/feedd.conf;
+in the daemon, processors take changes in-process from the commit path and
 the durable feed); SIGKILL 3-4 times during the writes (storage.sync=true) with restarts on
 the same data directory, unanswered writes sent again (a create or batch that
 had been applied answers 409: counted once); every view rebuilt while writes
@@ -33,14 +34,17 @@ import http.client
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
 import urllib.request
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, query_path, strip_system
+from feedd_harness import (SCENARIO_CONFIG, FeeddDaemon, FeeddTestCase, feedd_binary, item_path,
+                           query_path, strip_system)
 
 PROCESSORS = ("feed", "user_posts", "usernames")
 FEED_CAP = 100
@@ -56,37 +60,9 @@ OVERRIDE = {"X-Feedd-Override": "derived"}  # docs/api.md, "Derived items"
 SEED = int(os.environ.get("FEEDD_PROC_SEED") or random.SystemRandom().randrange(1 << 30))
 SCALE = float(os.environ.get("FEEDD_PROC_SCALE") or "1")
 
-# ProcessorManager::DefaultSettings() (processors/processor_manager.cc).
-# Declaring any processor.* key replaces the defaults, so the declared-views
-# variant declares all of them.
-DEFAULT_SETTINGS = {
-    "usernames.kind": "field_copy",
-    "usernames.source_container": "users",
-    "usernames.source_filter": "type=user",
-    "usernames.key_field": "/userId",
-    "usernames.value_field": "/username",
-    "usernames.target_container": "posts",
-    "usernames.target_key_field": "/userId",
-    "usernames.target_field": "/userUsername",
-    "user_posts.kind": "projection",
-    "user_posts.source_container": "posts",
-    "user_posts.source_filter": "type=post",
-    "user_posts.target_container": "users",
-    "user_posts.truncate_field": "/content",
-    "user_posts.truncate_chars": "200",
-    "feed.kind": "top_n",
-    "feed.source_container": "posts",
-    "feed.source_filter": "type=post",
-    "feed.target_container": "feed",
-    "feed.order_by": "/creationDate",
-    "feed.cap": "100",
-    "feed.truncate_field": "/content",
-    "feed.truncate_chars": "200",
-}
-
-
 def declared_views_args():
-    args = ["--processor.%s=%s" % (k, v) for k, v in sorted(DEFAULT_SETTINGS.items())]
+    """The same views declared: configs/feedd.conf given as the config file."""
+    args = ["--config=" + SCENARIO_CONFIG]
     args += ["--processor.%s.source=local" % name for name in PROCESSORS]
     return args
 
@@ -1590,6 +1566,58 @@ class InProcessViewsTest(FeeddTestCase):
 
     def test_debezium_envelope(self):
         self.check("debezium")
+
+
+class ScenarioConfigTest(FeeddTestCase):
+    """The scenario rule (docs/configuration.md): declared whole, or the
+    built-in configs/feedd.conf when nothing is declared."""
+
+    def start(self, name, config_text=None, extra_args=()):
+        path = None
+        if config_text is not None:
+            fd, path = tempfile.mkstemp(prefix="feedd-scenario-", suffix=".conf")
+            with os.fdopen(fd, "w") as f:
+                f.write(config_text)
+            self.addCleanup(os.unlink, path)
+        self.daemon = FeeddDaemon(config=path, extra_args=list(extra_args), name=name)
+        self.addCleanup(self.daemon.cleanup)
+        self.daemon.start()
+        return self.daemon.client()
+
+    def scenario(self, client):
+        status, _, body = client.request("GET", "/v1/containers")
+        self.assertEqual(status, 200, body)
+        containers = sorted(c["name"] for c in body["containers"])
+        return containers, sorted(processors_status(client))
+
+    def test_a_bare_daemon_runs_the_blog(self):
+        c = self.start("feedd-bare")
+        self.assertEqual(self.scenario(c), (["feed", "posts", "users"], sorted(PROCESSORS)))
+        self.assertIn("the default scenario of the built-in configs/feedd.conf",
+                      self.daemon.logs())
+
+    def test_the_blog_containers_declared_by_hand_run_no_processor(self):
+        # As configs/feedd.conf declares them, but feed open to clients (a
+        # container only processors write needs a declared processor).
+        c = self.start("feedd-containers", "[container.users]\npartition_key = /userId\n"
+                       "[container.posts]\npartition_key = /postId\nindexes = /userId\n"
+                       "[container.feed]\npartition_key = /type\n")
+        self.assertEqual(self.scenario(c), (["feed", "posts", "users"], []))
+        self.assertNotIn("default scenario", self.daemon.logs())
+
+    def test_a_container_only_processors_write_needs_one(self):
+        config = os.path.join(tempfile.mkdtemp(prefix="feedd-scenario-"), "feedd.conf")
+        self.addCleanup(shutil.rmtree, os.path.dirname(config))
+        with open(config, "w") as f:
+            f.write("[container.posts]\npartition_key = /postId\n"
+                    "[container.feed]\npartition_key = /type\nwriters = processors\n")
+        for extra in (["--check-config"], ["--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
+                                           "--data-dir=" + os.path.dirname(config)]):
+            r = subprocess.run([feedd_binary(), "--config", config] + extra,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("container feed is written by processors only", r.stderr)
+            self.assertIn("none comes from the built-in configs/feedd.conf", r.stderr)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ import time
 import unittest
 import urllib.request
 
-from feedd_harness import FeeddDaemon, FeeddTestCase
+from feedd_harness import SCENARIO_CONFIG, FeeddDaemon, FeeddTestCase
 from test_kafka_crash import MockBroker
-from test_processors import (DEFAULT_SETTINGS, SEED, BlogPlan, DaemonControl, Writers,
+from test_processors import (SEED, BlogPlan, DaemonControl, Writers,
                              check_views, log)
 
 WORKER_PROCESSORS = ("usernames", "user_posts")
@@ -116,7 +116,8 @@ class FixedPortDaemon(FeeddDaemon):
 
 
 def daemon_settings():
-    args = ["--processor.%s=%s" % (k, v) for k, v in sorted(DEFAULT_SETTINGS.items())]
+    """The scenario's configuration, with some processors in workers."""
+    args = ["--config=" + SCENARIO_CONFIG]
     args += ["--processor.%s.run=worker" % name for name in WORKER_PROCESSORS]
     return args
 

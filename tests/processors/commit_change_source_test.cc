@@ -13,6 +13,7 @@
 
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -36,7 +37,7 @@ class CommitChangeSourceTest : public ::testing::Test {
     options.data_dir = dir_;
     options.sync = false;
     options.retention_bytes = retention_bytes;
-    options.containers = DefaultContainers();
+    options.containers = BlogContainers();
     auto store = DocumentStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);

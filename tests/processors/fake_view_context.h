@@ -39,6 +39,7 @@
 #include "storage/patch.h"
 #include "storage/query.h"
 #include "storage/query_semantics.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd::proctest {
 
@@ -100,7 +101,7 @@ class FakeViewContext : public ViewContext {
  public:
   using Key = std::pair<std::string, std::string>;  // (partition key, id)
 
-  explicit FakeViewContext(std::vector<ContainerSpec> containers = DefaultContainers())
+  explicit FakeViewContext(std::vector<ContainerSpec> containers = BlogContainers())
       : containers_(std::move(containers)) {
     for (const auto& c : containers_) items_[c.name];
   }

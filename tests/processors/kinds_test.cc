@@ -19,6 +19,7 @@
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
 #include "processors/staged_reads_view_context.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd::proctest {
 namespace {
@@ -38,9 +39,9 @@ std::string Joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-// The kind of scenario instance `name` (ProcessorManager::DefaultSettings()).
+// The kind of scenario instance `name` (BlogProcessorSettings()).
 std::string ScenarioKind(const std::string& name) {
-  return ProcessorManager::DefaultSettings().at(name + ".kind");
+  return BlogProcessorSettings().at(name + ".kind");
 }
 
 // The kind settings of scenario instance `name`, with `overrides` applied
@@ -50,7 +51,7 @@ ProcessorSettings ScenarioSettings(const std::string& name,
                                    const std::vector<std::string>& remove = {}) {
   ProcessorSettings s;
   s.name = name;
-  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+  for (const auto& [key, value] : BlogProcessorSettings()) {
     if (key.rfind(name + ".", 0) != 0) continue;
     std::string k = key.substr(name.size() + 1);
     if (k != "kind") s.values[k] = value;
@@ -63,7 +64,7 @@ ProcessorSettings ScenarioSettings(const std::string& name,
 Result<std::unique_ptr<ProcessorKind>> MakeScenario(
     const std::string& name, const std::map<std::string, std::string>& overrides = {},
     const std::vector<std::string>& remove = {},
-    const std::vector<ContainerSpec>& containers = DefaultContainers()) {
+    const std::vector<ContainerSpec>& containers = BlogContainers()) {
   return ProcessorRegistry::Create(ScenarioKind(name), ScenarioSettings(name, overrides, remove),
                                    containers);
 }
@@ -182,7 +183,7 @@ TEST_P(SettingsErrorTest, NamesTheSetting) {
   const SettingsCase& c = GetParam();
   std::string kind = c.kind.empty() ? ScenarioKind(c.name) : c.kind;
   auto made = ProcessorRegistry::Create(kind, ScenarioSettings(c.name, c.overrides, c.remove),
-                                        DefaultContainers());
+                                        BlogContainers());
   ASSERT_FALSE(made.ok()) << c.label << ": expected an error";
   EXPECT_EQ(made.status().code(), ErrorCode::kInvalidRequest) << made.status().ToString();
   const std::string& message = made.status().message();

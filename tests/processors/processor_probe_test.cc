@@ -20,6 +20,7 @@
 #include "processors/view_commit_probe.h"
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -49,7 +50,7 @@ class ProcessorProbeTest : public ::testing::Test {
     StoreOptions options;
     options.data_dir = dir_;
     options.sync = false;
-    options.containers = DefaultContainers();
+    options.containers = BlogContainers();
     auto store = DocumentStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
@@ -98,8 +99,7 @@ class ProcessorProbeTest : public ::testing::Test {
 };
 
 TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
-  auto manager =
-      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false, 2);
+  auto manager = ProcessorManager::Create(store_.get(), BlogProcessorSettings(), false, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_TRUE((*manager)->Start().ok());
   ASSERT_NO_FATAL_FAILURE(CreateUserAndPost());
@@ -162,8 +162,8 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
 TEST_F(ProcessorProbeTest, ViewCommitsLandInTheirProcessorsHistogram) {
   prometheus::Registry registry;
   ViewCommitProbe probe(registry);
-  auto manager = ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false,
-                                          2, probe.Observer());
+  auto manager =
+      ProcessorManager::Create(store_.get(), BlogProcessorSettings(), false, 2, probe.Observer());
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_TRUE((*manager)->Start().ok());
   ASSERT_NO_FATAL_FAILURE(CreateUserAndPost());

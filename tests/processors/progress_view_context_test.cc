@@ -6,6 +6,7 @@
 
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
+#include "tests/blog_scenario.h"
 #include "tests/processors/fake_view_context.h"
 
 namespace feedd {
@@ -74,13 +75,13 @@ TEST(ProgressViewContextTest, ACancelledRunFailsEveryCallAndCommitsNothingMore) 
 TEST(ProgressViewContextTest, ARebuildIsCountedAndCancelledInTheMiddle) {
   ProcessorSettings settings;
   settings.name = "user_posts";
-  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+  for (const auto& [key, value] : BlogProcessorSettings()) {
     if (key.rfind("user_posts.", 0) == 0 && key != "user_posts.kind") {
       settings.values[key.substr(std::string("user_posts.").size())] = value;
     }
   }
   FakeViewContext inner;
-  auto kind = ProcessorRegistry::Create("projection", settings, DefaultContainers());
+  auto kind = ProcessorRegistry::Create("projection", settings, BlogContainers());
   ASSERT_TRUE(kind.ok()) << kind.status().ToString();
   const int posts = static_cast<int>(kMaxQueryLimit) * 2 + 10;
   for (int i = 0; i < posts; ++i) inner.Put("posts", Post(i));

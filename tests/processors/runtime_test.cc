@@ -29,6 +29,7 @@
 #include "processors/store_view_context.h"
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd::proctest {
 namespace {
@@ -213,7 +214,7 @@ ProcessorSettings ScenarioSettings(const std::string& name,
                                    const std::map<std::string, std::string>& overrides = {}) {
   ProcessorSettings s;
   s.name = name;
-  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+  for (const auto& [key, value] : BlogProcessorSettings()) {
     if (key.rfind(name + ".", 0) != 0) continue;
     std::string k = key.substr(name.size() + 1);
     if (k != "kind") s.values[k] = value;
@@ -282,7 +283,7 @@ class RuntimeTest : public ::testing::Test {
     options.sync = false;
     options.retention_bytes = retention_bytes;
     options.clock = clock_;
-    options.containers = DefaultContainers();
+    options.containers = BlogContainers();
     options.containers.push_back({"mirror", "/pk", {}});
     auto store = DocumentStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -347,7 +348,7 @@ class RuntimeTest : public ::testing::Test {
 
   ProcessorInstance* StartScenario(const std::string& name,
                                    const std::map<std::string, std::string>& overrides = {}) {
-    return Start(name, ProcessorManager::DefaultSettings().at(name + ".kind"),
+    return Start(name, BlogProcessorSettings().at(name + ".kind"),
                  ScenarioSettings(name, overrides));
   }
 
@@ -548,7 +549,7 @@ TEST(ProcessorRegistryDeathTest, AKindRegisteredTwiceStopsTheProgram) {
       },
       "processor kind 'twice' is registered twice");
   EXPECT_EQ(
-      ProcessorRegistry::Create("twice", ProcessorSettings{}, DefaultContainers()).status().code(),
+      ProcessorRegistry::Create("twice", ProcessorSettings{}, BlogContainers()).status().code(),
       ErrorCode::kInvalidRequest);  // the child's registrations stayed there
 }
 
@@ -558,13 +559,15 @@ TEST(ProcessorRegistryDeathTest, AKindRegisteredTwiceStopsTheProgram) {
 TEST(ProcessorSettingsTest, WhereChangesComeFromFollowsWhereTheInstanceRuns) {
   auto with = [](std::map<std::string, std::string> extra) {
     std::map<std::string, std::string> settings;
-    for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+    for (const auto& [key, value] : BlogProcessorSettings()) {
       if (key.rfind("user_posts.", 0) == 0) settings[key] = value;
     }
     for (const auto& [key, value] : extra) settings["user_posts." + key] = value;
     return settings;
   };
-  const auto containers = DefaultContainers();
+  // Without feed, which only processors write and none of these fills.
+  auto containers = BlogContainers();
+  std::erase_if(containers, [](const ContainerSpec& c) { return c.name == "feed"; });
   auto validate = [&](std::map<std::string, std::string> extra, bool kafka = true) {
     return ProcessorManager::Validate(with(std::move(extra)), containers, kafka);
   };
@@ -583,6 +586,24 @@ TEST(ProcessorSettingsTest, WhereChangesComeFromFollowsWhereTheInstanceRuns) {
   EXPECT_NE(s.message().find("kafka.brokers = none"), std::string::npos) << s.message();
   s = validate({{"source", "commit"}});
   EXPECT_NE(s.message().find("must be local or kafka"), std::string::npos) << s.message();
+}
+
+// A container only processors write (writers = processors) needs a declared
+// processor that writes into it; declaring the blog's containers without
+// its feed processor is an error that says so.
+TEST(ProcessorSettingsTest, AContainerOnlyProcessorsWriteNeedsOne) {
+  std::map<std::string, std::string> settings = BlogProcessorSettings();
+  EXPECT_TRUE(IsOk(ProcessorManager::Validate(settings, BlogContainers(), true)));
+  std::erase_if(settings, [](const auto& entry) { return entry.first.rfind("feed.", 0) == 0; });
+  Status s = ProcessorManager::Validate(settings, BlogContainers(), true);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(s.message().find("container feed is written by processors only"), std::string::npos)
+      << s.message();
+  s = ProcessorManager::Validate({}, BlogContainers(), true);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidRequest) << "no processor at all";
+  std::vector<ContainerSpec> open = BlogContainers();
+  for (ContainerSpec& c : open) c.writers = ContainerWriters::kAny;
+  EXPECT_TRUE(IsOk(ProcessorManager::Validate({}, open, true)));
 }
 
 // Lag is measured on the clock the instance is given, against the change's
@@ -1102,7 +1123,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
   ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.usernames", 0)));
   ASSERT_TRUE(IsOk(store_->RegisterConsumer("kafka-publisher", 0)));
   std::map<std::string, std::string> settings;  // usernames is no longer declared
-  for (const auto& [key, value] : ProcessorManager::DefaultSettings()) {
+  for (const auto& [key, value] : BlogProcessorSettings()) {
     if (key.rfind("usernames.", 0) != 0) settings[key] = value;
   }
   auto manager = ProcessorManager::Create(store_.get(), settings, false, 2);
@@ -1117,8 +1138,7 @@ TEST_F(RuntimeTest, TheManagerDropsTheWatermarksOfProcessorsItNoLongerRuns) {
 }
 
 TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
-  auto manager =
-      ProcessorManager::Create(store_.get(), ProcessorManager::DefaultSettings(), false, 2);
+  auto manager = ProcessorManager::Create(store_.get(), BlogProcessorSettings(), false, 2);
   ASSERT_TRUE(manager.ok()) << manager.status().ToString();
   ASSERT_EQ((*manager)->instances().size(), 3u);
   ASSERT_TRUE(IsOk((*manager)->Start()));

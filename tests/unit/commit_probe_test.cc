@@ -12,6 +12,7 @@
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
 #include "test_util.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -43,7 +44,7 @@ TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
   TempDir dir;
   StoreOptions o;
   o.data_dir = dir.path();
-  o.containers = DefaultContainers();
+  o.containers = BlogContainers();
   o.sync = false;
   o.on_group_commit = probe.Observer();
   auto store = DocumentStore::Open(o);

@@ -1,6 +1,10 @@
 # Unit tests of daemon/ (included from tests/unit/CMakeLists.txt).
 add_executable(options_test ${CMAKE_CURRENT_LIST_DIR}/options_test.cc)
-target_link_libraries(options_test PRIVATE feedd_daemon GTest::gtest_main)
+# feedd_processors directly: its kinds register from static initializers.
+# FEEDD_SOURCE_DIR: the test compares the built-in configuration with
+# configs/feedd.conf.
+target_link_libraries(options_test PRIVATE feedd_daemon feedd_processors GTest::gtest_main)
+target_compile_definitions(options_test PRIVATE FEEDD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(options_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)

@@ -33,6 +33,7 @@
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
 #include "storage/query.h"
+#include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 #include "util/clock.h"
 
@@ -56,7 +57,7 @@ constexpr auto kLongWait = std::chrono::seconds(60);
 // plain container), one with a nested partition key and two secondary
 // indexes, and one that only processors write.
 std::vector<ContainerSpec> TestContainers() {
-  std::vector<ContainerSpec> c = DefaultContainers();
+  std::vector<ContainerSpec> c = BlogContainers();
   for (auto& spec : c) spec.writers = ContainerWriters::kAny;
   c.push_back(ContainerSpec{"orders", "/customer/id", {"/status", "/amount"}});
   c.push_back(ContainerSpec{"views", "/k", {}, ContainerWriters::kProcessors});
@@ -1865,7 +1866,7 @@ TEST_F(StoreTest, OpenRejectsDroppingAContainerThatHasData) {
   CloseStore();
 
   StoreOptions without = Options();
-  without.containers = DefaultContainers();
+  without.containers = BlogContainers();
   Result<std::unique_ptr<DocumentStore>> r = DocumentStore::Open(without);
   EXPECT_FALSE(r.ok()) << "opened without the orders container";
   if (r.ok()) r.value()->Close();

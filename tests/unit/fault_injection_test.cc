@@ -25,6 +25,7 @@
 
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 #include "tests/unit/fault_injection_file_system.h"
 #include "tests/unit/test_util.h"
 #include "util/clock.h"
@@ -93,6 +94,7 @@ class FaultInjectionTest : public ::testing::Test {
   StoreOptions Options(bool sync = true) {
     StoreOptions o;
     o.data_dir = dir_.path();
+    o.containers = BlogContainers();
     o.sync = sync;
     o.clock = &clock_;
     o.retention_interval_ms = 3600 * 1000;

@@ -6,8 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include "daemon/default_config.h"
+#include "processors/processor_manager.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -107,7 +112,7 @@ TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   EXPECT_TRUE(config.kafka.properties.empty());
   EXPECT_EQ(config.ready_file, "");
   EXPECT_EQ(config.instance_name, "feedd");
-  ASSERT_EQ(config.store.containers.size(), DefaultContainers().size());
+  ASSERT_EQ(config.store.containers.size(), BlogContainers().size());
   EXPECT_EQ(config.store.containers[1].name, "posts");
   EXPECT_FALSE(flags_.help || flags_.version || flags_.check_config);
 }
@@ -373,6 +378,126 @@ TEST_F(OptionsTest, ContainerWriters) {
   EXPECT_EQ(LoadOk().store.containers[1].writers, ContainerWriters::kAny);
   args_ = {"--container.feed.partition_key=/type", "--container.feed.writers=nobody"};
   ExpectError("container.feed.writers must be 'any' or 'processors'");
+}
+
+// ---- The scenario rule (options.h): declared whole, or the built-in one ----
+
+std::string SourceConfigsFile() { return std::string(FEEDD_SOURCE_DIR) + "/configs/feedd.conf"; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void ExpectContainersEqual(const std::vector<ContainerSpec>& got,
+                           const std::vector<ContainerSpec>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].partition_key_path, want[i].partition_key_path);
+    EXPECT_EQ(got[i].index_paths, want[i].index_paths);
+    EXPECT_EQ(got[i].writers, want[i].writers);
+  }
+}
+
+TEST_F(OptionsTest, TheBuiltInConfigurationIsConfigsFeeddConf) {
+  EXPECT_EQ(DefaultConfigText(), ReadFile(SourceConfigsFile()))
+      << "the binary was built from another configs/feedd.conf";
+}
+
+TEST_F(OptionsTest, WithoutDeclarationsTheScenarioIsTheBlog) {
+  DaemonConfig config = LoadOk();
+  EXPECT_TRUE(config.default_scenario);
+  ExpectContainersEqual(config.store.containers, BlogContainers());
+  EXPECT_EQ(config.processor_settings, BlogProcessorSettings());
+  // A table option elsewhere in the file or on the command line changes nothing.
+  UseConfigFile("[http]\nthreads = 3\n");
+  args_.push_back("--kafka.linger.ms=1");
+  config = LoadOk();
+  EXPECT_TRUE(config.default_scenario);
+  ExpectContainersEqual(config.store.containers, BlogContainers());
+  EXPECT_EQ(config.processor_settings, BlogProcessorSettings());
+}
+
+TEST_F(OptionsTest, NoConfigFileIsConfigsFeeddConf) {
+  DaemonConfig bare = LoadOk();
+  args_ = {"--config=" + SourceConfigsFile()};
+  DaemonConfig file = LoadOk();
+  EXPECT_FALSE(file.default_scenario) << "the file declares its scenario";
+  ExpectContainersEqual(file.store.containers, bare.store.containers);
+  EXPECT_EQ(file.processor_settings, bare.processor_settings);
+  EXPECT_EQ(file.store.data_dir, bare.store.data_dir);
+  EXPECT_EQ(file.http_listen.ToString(), bare.http_listen.ToString());
+  EXPECT_EQ(file.metrics_listen.ToString(), bare.metrics_listen.ToString());
+  EXPECT_EQ(file.kafka.properties, bare.kafka.properties);
+}
+
+TEST_F(OptionsTest, DeclaredContainersRunOnlyDeclaredProcessors) {
+  // The blog's containers declared by hand, as configs/feedd.conf has them,
+  // without its [processor.*] sections: no processor.
+  UseConfigFile(
+      "[container.users]\npartition_key = /userId\n"
+      "[container.posts]\npartition_key = /postId\nindexes = /userId\n"
+      "[container.feed]\npartition_key = /type\nwriters = processors\n");
+  DaemonConfig config = LoadOk();
+  EXPECT_FALSE(config.default_scenario);
+  ExpectContainersEqual(config.store.containers, BlogContainers());
+  EXPECT_TRUE(config.processor_settings.empty());
+  // feed is written by processors only, and none is declared: an error that
+  // says what to declare.
+  Status status =
+      ProcessorManager::Validate(config.processor_settings, config.store.containers, true);
+  EXPECT_EQ(status.code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(status.message().find("container feed is written by processors only"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("target_container = feed"), std::string::npos)
+      << status.message();
+
+  // With the processor that fills feed, only that one.
+  args_.push_back("--processor.feed.kind=top_n");
+  for (const char* key : {"source_container", "source_filter", "target_container", "order_by",
+                          "cap", "truncate_field", "truncate_chars"}) {
+    args_.push_back("--processor.feed." + std::string(key) + "=" +
+                    BlogProcessorSettings().at("feed." + std::string(key)));
+  }
+  config = LoadOk();
+  EXPECT_EQ(config.processor_settings.size(), 8u);
+  EXPECT_EQ(config.processor_settings.count("usernames.kind"), 0u);
+  EXPECT_TRUE(
+      ProcessorManager::Validate(config.processor_settings, config.store.containers, true).ok());
+}
+
+TEST_F(OptionsTest, DeclaredProcessorsComeWithoutTheBlogContainers) {
+  args_ = {"--processor.copies.kind=projection", "--processor.copies.source_container=posts",
+           "--processor.copies.target_container=users"};
+  DaemonConfig config = LoadOk();
+  EXPECT_FALSE(config.default_scenario);
+  EXPECT_TRUE(config.store.containers.empty());
+  EXPECT_EQ(config.processor_settings.size(), 3u);
+  Status status =
+      ProcessorManager::Validate(config.processor_settings, config.store.containers, true);
+  EXPECT_NE(status.message().find("names no declared container: 'posts'"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(OptionsTest, OneContainerOnTheCommandLineIsTheWholeScenario) {
+  args_ = {"--container.notes.partition_key=/g"};
+  DaemonConfig config = LoadOk();
+  EXPECT_FALSE(config.default_scenario);
+  ASSERT_EQ(config.store.containers.size(), 1u);
+  EXPECT_EQ(config.store.containers[0].name, "notes");
+  EXPECT_TRUE(config.processor_settings.empty());
+}
+
+TEST_F(OptionsTest, HelpAndVersionHoldTheBlogScenario) {
+  args_ = {"--version", "--container.notes.partition_key=/g"};
+  DaemonConfig config = LoadOk();
+  EXPECT_TRUE(flags_.version);
+  ExpectContainersEqual(config.store.containers, BlogContainers());
+  EXPECT_EQ(config.processor_settings, BlogProcessorSettings());
 }
 
 TEST_F(OptionsTest, BadContainers) {

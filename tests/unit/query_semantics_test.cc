@@ -14,6 +14,7 @@
 
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
+#include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 
 namespace feedd {
@@ -63,6 +64,7 @@ TEST(QuerySemanticsTest, TheQueryEngineAnswersWhatTheSemanticsSay) {
   TempDir dir;
   StoreOptions options;
   options.data_dir = dir.path();
+  options.containers = BlogContainers();
   options.sync = false;
   options.block_cache_bytes = 8u << 20;
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(options);

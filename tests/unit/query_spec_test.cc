@@ -1,5 +1,5 @@
 // Unit tests of ParseQuerySpec (storage/query.h) against docs/api.md "Query",
-// and of ValidateContainerSpec / DefaultContainers (storage/container_spec.h).
+// and of ValidateContainerSpec (storage/container_spec.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 
 #include "storage/container_spec.h"
 #include "storage/query.h"
+#include "storage/store_options.h"
+#include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 
 namespace feedd {
@@ -118,23 +120,15 @@ TEST(ParseQuerySpecTest, RejectsMalformedBodies) {
   }
 }
 
-TEST(ContainerSpecTest, DefaultContainersAreTheScenarioOnes) {
-  std::vector<ContainerSpec> c = DefaultContainers();
-  ASSERT_EQ(c.size(), 3u);
-  std::map<std::string, ContainerSpec> by_name;
-  for (const ContainerSpec& s : c) {
+// The engine knows no scenario: the containers come from the configuration.
+TEST(ContainerSpecTest, StoreOptionsDeclareNoContainer) {
+  EXPECT_TRUE(StoreOptions().containers.empty());
+}
+
+TEST(ContainerSpecTest, TheBlogContainersAreValid) {
+  for (const ContainerSpec& s : BlogContainers()) {
     EXPECT_TRUE(IsOk(ValidateContainerSpec(s))) << s.name;
-    by_name[s.name] = s;
   }
-  ASSERT_EQ(by_name.count("users"), 1u);
-  ASSERT_EQ(by_name.count("posts"), 1u);
-  ASSERT_EQ(by_name.count("feed"), 1u);
-  EXPECT_EQ(by_name["users"].partition_key_path, "/userId");
-  EXPECT_TRUE(by_name["users"].index_paths.empty());
-  EXPECT_EQ(by_name["posts"].partition_key_path, "/postId");
-  EXPECT_EQ(by_name["posts"].index_paths, (std::vector<std::string>{"/userId"}));
-  EXPECT_EQ(by_name["feed"].partition_key_path, "/type");
-  EXPECT_TRUE(by_name["feed"].index_paths.empty());
 }
 
 TEST(QuerySpecTest, CanonicalTextTellsSpecsApartExactlyWhenTheyDiffer) {

@@ -20,6 +20,7 @@
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
 #include "storage/space_reserve.h"
+#include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 #include "util/clock.h"
 
@@ -113,6 +114,7 @@ class StorageFaultsTest : public ::testing::Test {
   StoreOptions Options() {
     StoreOptions o;
     o.data_dir = dir_.path();
+    o.containers = BlogContainers();
     o.sync = false;
     o.clock = &clock_;
     o.retention_interval_ms = 3600 * 1000;

@@ -12,6 +12,7 @@
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
 #include "test_util.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -27,7 +28,7 @@ class StoreProbeTest : public ::testing::Test {
   void SetUp() override {
     StoreOptions o;
     o.data_dir = dir_.path();
-    o.containers = DefaultContainers();
+    o.containers = BlogContainers();
     o.sync = false;
     o.block_cache_bytes = 8u << 20;
     o.write_buffer_bytes = 4u << 20;

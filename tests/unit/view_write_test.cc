@@ -4,6 +4,7 @@
 
 #include "storage/document_store.h"
 #include "test_util.h"
+#include "tests/blog_scenario.h"
 
 namespace feedd {
 namespace {
@@ -18,6 +19,7 @@ class ViewWriteTest : public ::testing::Test {
   void Open() {
     StoreOptions options;
     options.data_dir = dir_.path();
+    options.containers = BlogContainers();
     options.sync = false;
     auto store = DocumentStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
