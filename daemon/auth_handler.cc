@@ -46,17 +46,6 @@ std::shared_ptr<const TokenSet> AuthHandler::tokens() const {
   return tokens_;
 }
 
-bool AuthHandler::Authenticates(std::string_view name, std::string_view secret) const {
-  const TokenEntry* token = tokens()->Find(secret);
-  bool ok = token != nullptr && token->name == name;
-  if (!ok) {
-    FEEDD_LOG_EVERY_N_SEC(kWarning, "audit", kRefusalLogSeconds)
-        << "refused a /metrics request: no token named '" << name.substr(0, 64)
-        << "' with that secret";
-  }
-  return ok;
-}
-
 std::optional<HttpResponse> AuthHandler::Admit(const HttpRequest& request, Access access,
                                                std::shared_ptr<const Admission>* admitted) const {
   if (request.admission != nullptr && request.admission->tokens == tokens()) {

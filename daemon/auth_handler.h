@@ -61,9 +61,6 @@ class AuthHandler : public HttpHandler {
               std::shared_ptr<const TokenSet> tokens, AuthObserver* observer);
 
   void SetTokens(std::shared_ptr<const TokenSet> tokens);
-  // Whether `secret` is the secret of the token named `name` (any role):
-  // the metrics port's basic authentication (metrics.authenticate).
-  bool Authenticates(std::string_view name, std::string_view secret) const;
 
   void Handle(HttpRequest request, Responder responder) override;
   // The same checks on the head alone, so that the server refuses before

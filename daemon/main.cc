@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -30,6 +29,7 @@
 #include "daemon/import_probe.h"
 #include "daemon/import_spool.h"
 #include "daemon/long_poll_probe.h"
+#include "daemon/metrics_access.h"
 #include "daemon/metrics_server.h"
 #include "daemon/options.h"
 #include "daemon/ready_file.h"
@@ -100,21 +100,6 @@ HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* ob
   return options;
 }
 
-// The tokens of auth.tokens_file, or nullptr when it is not set.
-Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config) {
-  if (config.auth_tokens_file.empty()) return std::shared_ptr<const TokenSet>();
-  Result<TokenSet> tokens = LoadTokensFile(config.auth_tokens_file);
-  if (!tokens.ok()) return tokens.status();
-  return std::make_shared<const TokenSet>(std::move(*tokens));
-}
-
-// HTTPS on the metrics port (metrics.tls_*), or nullopt.
-std::optional<TlsServerFiles> MetricsTls(const DaemonConfig& config) {
-  if (config.metrics_tls_cert_file.empty()) return std::nullopt;
-  return TlsServerFiles{config.metrics_tls_cert_file, config.metrics_tls_key_file,
-                        config.metrics_tls_client_ca_file};
-}
-
 // The TLS files of http.tls_* and metrics.tls_*, loaded once to report a
 // bad certificate or key as a configuration error (exit 2) before anything
 // starts. The message names the options.
@@ -173,24 +158,15 @@ void LogStarting(const DaemonConfig& config) {
 }
 
 // Binds the API port and starts /metrics, whose basic authentication
-// (metrics.authenticate) asks `metrics_auth` once it is set.
+// (metrics.authenticate) checks `metrics_credentials`.
 int BindPorts(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics,
-              std::atomic<const AuthHandler*>& metrics_auth, std::string* metrics_address) {
+              const MetricsCredentials& metrics_credentials, std::string* metrics_address) {
   if (Status s = http.Listen(); !s.ok()) {
     FEEDD_LOG(kError, "main") << "cannot start the HTTP API: " << s.message() << " (http.listen)";
     return kExitStartupFailure;
   }
-  MetricsServer::Options metrics_options;
-  metrics_options.listen = config.metrics_listen;
-  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
-  metrics_options.tls = MetricsTls(config);
-  if (config.metrics_authenticate) {
-    metrics_options.auth = [&metrics_auth](const std::string& user, const std::string& password) {
-      const AuthHandler* auth = metrics_auth.load();
-      return auth != nullptr && auth->Authenticates(user, password);
-    };
-  }
-  Result<std::string> address = metrics.Start(std::move(metrics_options));
+  Result<std::string> address =
+      metrics.Start(MetricsServerOptions(config, config.metrics_listen, &metrics_credentials));
   if (!address.ok()) {
     FEEDD_LOG(kError, "main") << address.status().message() << " (metrics.listen)";
     return kExitStartupFailure;
@@ -403,9 +379,10 @@ void ReloadTls(const std::string& cert_file, const std::function<Status()>& relo
 }
 
 // SIGHUP: reloads the TLS certificates and the tokens (`auth`, when the API
-// authenticates); a reload that fails keeps what was loaded before.
-void Reload(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics,
-            AuthHandler* auth) {
+// authenticates, and /metrics' `metrics_credentials`); a reload that fails
+// keeps what was loaded before.
+void Reload(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics, AuthHandler* auth,
+            MetricsCredentials& metrics_credentials) {
   ReloadTls(config.http_tls_cert_file, [&http] { return http.ReloadTls(); });
   ReloadTls(config.metrics_tls_cert_file, [&metrics] { return metrics.ReloadTls(); });
   if (auth == nullptr) return;
@@ -418,6 +395,7 @@ void Reload(const DaemonConfig& config, HttpServer& http, MetricsServer& metrics
   }
   FEEDD_LOG(kInfo, "main") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
                            << config.auth_tokens_file;
+  metrics_credentials.SetTokens(*reloaded);
   auth->SetTokens(std::move(*reloaded));
 }
 
@@ -456,10 +434,9 @@ int Run(const DaemonConfig& config) {
   // Both ports first: a taken one stops start-up before the data directory
   // is opened (and locked). API connections wait in the backlog until the
   // API serves; /metrics serves the registry at once.
-  // /metrics' basic authentication (metrics.authenticate) asks the API's
-  // AuthHandler once it exists, and refuses until then. Declared before
+  // /metrics' basic authentication (metrics.authenticate). Declared before
   // `metrics`, which uses it until it stops.
-  std::atomic<const AuthHandler*> metrics_auth{nullptr};
+  MetricsCredentials metrics_credentials(tokens);
   MetricsServer metrics;
   HttpProbe http_probe(metrics.registry());
   // Before the server: an import's last callbacks may run as its
@@ -472,7 +449,8 @@ int Run(const DaemonConfig& config) {
   LongPollProbe long_poll_probe(metrics.registry());
   HttpServer http(HttpOptions(config, &http_probe));
   std::string metrics_address;
-  if (int rc = BindPorts(config, http, metrics, metrics_auth, &metrics_address); rc != kExitOk) {
+  if (int rc = BindPorts(config, http, metrics, metrics_credentials, &metrics_address);
+      rc != kExitOk) {
     return rc;
   }
 
@@ -512,7 +490,6 @@ int Run(const DaemonConfig& config) {
   if (tokens) {
     auth.emplace(&router, &ApiRouter::AccessOf, tokens, &http_probe);
     served = &*auth;
-    metrics_auth = &*auth;
   }
   MeteredHandler metered_router(served, &http_probe, &ApiRouter::RouteTemplate);
 
@@ -557,8 +534,9 @@ int Run(const DaemonConfig& config) {
     return rc;
   }
 
-  int signal_number = WaitForStopSignal(
-      signal_io, signals, [&] { Reload(config, http, metrics, auth ? &*auth : nullptr); });
+  int signal_number = WaitForStopSignal(signal_io, signals, [&] {
+    Reload(config, http, metrics, auth ? &*auth : nullptr, metrics_credentials);
+  });
   FEEDD_LOG(kInfo, "main") << "received " << strsignal(signal_number) << ", stopping";
   shut_down();
   if (!config.ready_file.empty()) unlink(config.ready_file.c_str());

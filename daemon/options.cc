@@ -707,9 +707,18 @@ Status ApplyTable(const po::variables_map& values, DaemonConfig* config) {
                        "auth.tokens_file (docs/security.md) or, to serve it open, "
                        "auth.allow_unauthenticated = true");
   }
-  if (!config->metrics_authenticate && config->metrics_tls_client_ca_file.empty() &&
-      !config->auth_allow_unauthenticated && !IsLoopbackHost(config->metrics_listen.host)) {
-    return ConfigError("invalid value for metrics.listen: " + config->metrics_listen.ToString() +
+  // A metrics port off loopback needs authentication or an explicit opt-out.
+  // worker.metrics_listen is checked in every mode (the options do not know
+  // whether this is `feedd worker`): a daemon sharing a worker's
+  // configuration refuses it too.
+  const bool metrics_guarded = config->metrics_authenticate ||
+                               !config->metrics_tls_client_ca_file.empty() ||
+                               config->auth_allow_unauthenticated;
+  for (auto [option, listen] :
+       {std::pair{"metrics.listen", &config->metrics_listen},
+        std::pair{"worker.metrics_listen", &config->worker_metrics_listen}}) {
+    if (metrics_guarded || IsLoopbackHost(listen->host)) continue;
+    return ConfigError(std::string("invalid value for ") + option + ": " + listen->ToString() +
                        " is not a loopback address, and without authentication anyone who "
                        "reaches it may read the metrics; set metrics.authenticate = true (basic "
                        "authentication with auth.tokens_file) or metrics.tls_client_ca_file "

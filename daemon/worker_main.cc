@@ -1,13 +1,17 @@
 #include "daemon/worker_main.h"
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/json.hpp>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include "daemon/metrics_access.h"
 #include "daemon/metrics_server.h"
 #include "daemon/systemd_notifier.h"
 #include "processors/http_view_context.h"
@@ -63,16 +67,55 @@ Result<HttpClientSecurity> ApiSecurity(const DaemonConfig& config) {
   return security;
 }
 
+// SIGHUP: the metrics port's certificate and key (metrics.tls_*) for new
+// connections and, with metrics.authenticate, the tokens of
+// auth.tokens_file. What fails to load is kept as it was, and logged.
+void ReloadMetricsAccess(const DaemonConfig& config, MetricsServer& metrics,
+                         MetricsCredentials& credentials) {
+  if (!config.metrics_tls_cert_file.empty()) {
+    if (Status s = metrics.ReloadTls(); !s.ok()) {
+      FEEDD_LOG(kError, "worker") << "SIGHUP: cannot reload the TLS certificate "
+                                  << config.metrics_tls_cert_file
+                                  << ", keeping the one loaded before: " << s.message();
+    } else {
+      FEEDD_LOG(kInfo, "worker") << "SIGHUP: reloaded the TLS certificate "
+                                 << config.metrics_tls_cert_file << " for new connections";
+    }
+  }
+  if (!config.metrics_authenticate) return;
+  Result<std::shared_ptr<const TokenSet>> reloaded = LoadTokens(config);
+  if (!reloaded.ok()) {
+    FEEDD_LOG(kError, "worker") << "SIGHUP: cannot reload auth.tokens_file, keeping the tokens "
+                                   "loaded before: "
+                                << reloaded.status().message();
+    return;
+  }
+  FEEDD_LOG(kInfo, "worker") << "SIGHUP: reloaded " << (*reloaded)->size() << " token(s) from "
+                             << config.auth_tokens_file;
+  credentials.SetTokens(std::move(*reloaded));
+}
+
 }  // namespace
 
 int RunWorker(const DaemonConfig& config) {
   boost::asio::io_context signal_io(1);
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
   std::signal(SIGPIPE, SIG_IGN);
   std::atomic<bool> stop{false};
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (!ec) stop = true;
-  });
+  // SIGHUP asks the main loop to reload the metrics port's TLS files and
+  // tokens (ReloadMetricsAccess), on the thread that controls `metrics`.
+  std::atomic<bool> reload{false};
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int number) {
+        if (ec) return;
+        if (number != SIGHUP) {
+          stop = true;
+          return;
+        }
+        reload = true;
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
   std::thread signal_thread([&] { signal_io.run(); });
   auto finish = [&](int code) {
     signals.cancel();
@@ -84,6 +127,18 @@ int RunWorker(const DaemonConfig& config) {
   if (config.kafka.brokers == KafkaBrokers::kNone) {
     FEEDD_LOG(kError, "worker") << "feedd worker consumes Kafka, but kafka.brokers = none";
     return finish(kExitBadConfig);
+  }
+  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
+  if (!tokens.ok()) {
+    FEEDD_LOG(kError, "worker") << "cannot load auth.tokens_file: " << tokens.status().message();
+    return finish(kExitBadConfig);
+  }
+  if (std::optional<TlsServerFiles> tls = MetricsTls(config)) {
+    if (auto loaded = MakeServerTlsContext(*tls); !loaded.ok()) {
+      FEEDD_LOG(kError, "worker") << "cannot load the TLS files: " << loaded.status().message()
+                                  << " (metrics.tls_*)";
+      return finish(kExitBadConfig);
+    }
   }
   Result<HttpClientSecurity> security = ApiSecurity(config);
   if (!security.ok()) {
@@ -123,6 +178,9 @@ int RunWorker(const DaemonConfig& config) {
     bootstrap = *embedded;
   }
 
+  // /metrics' basic authentication (metrics.authenticate). Declared before
+  // `metrics`, which uses it until it stops.
+  MetricsCredentials metrics_credentials(*tokens);
   MetricsServer metrics;
   ViewCommitProbe view_commit_probe(metrics.registry());
   WorkerOptions options;
@@ -174,17 +232,16 @@ int RunWorker(const DaemonConfig& config) {
   }
   // The metrics server holds collectables weakly: this one lives until the end.
   auto collector = std::make_shared<WorkerProbe>(&workers);
-  MetricsServer::Options metrics_options;
-  metrics_options.listen = config.worker_metrics_listen;
-  metrics_options.request_timeout = std::chrono::milliseconds(config.metrics_request_timeout_ms);
-  auto address = metrics.Start(std::move(metrics_options));
+  auto address = metrics.Start(
+      MetricsServerOptions(config, config.worker_metrics_listen, &metrics_credentials));
   if (!address.ok()) {
-    FEEDD_LOG(kError, "worker") << address.status().message();
+    FEEDD_LOG(kError, "worker") << address.status().message() << " (worker.metrics_listen)";
     stop_all();
     return finish(kExitStartupFailure);
   }
   metrics.AddCollectable(collector);
-  FEEDD_LOG(kInfo, "worker") << "ready: " << workers.size() << " processor(s), metrics on http://"
+  FEEDD_LOG(kInfo, "worker") << "ready: " << workers.size() << " processor(s), metrics on "
+                             << (config.metrics_tls_cert_file.empty() ? "http://" : "https://")
                              << *address << "/metrics";
   // Healthy while every processor can report its status: a worker whose
   // threads deadlock on its state stops pinging and systemd restarts it.
@@ -195,7 +252,10 @@ int RunWorker(const DaemonConfig& config) {
     return true;
   });
   notifier.Ready(std::to_string(workers.size()) + " processor(s), metrics on " + *address);
-  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!stop) {
+    if (reload.exchange(false)) ReloadMetricsAccess(config, metrics, metrics_credentials);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   FEEDD_LOG(kInfo, "worker") << "stopping";
   stop_all();
   FEEDD_LOG(kInfo, "worker") << "stopped";

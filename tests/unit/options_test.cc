@@ -319,6 +319,26 @@ TEST_F(OptionsTest, NonLoopbackMetricsListenNeedsAuthentication) {
   EXPECT_TRUE(Load().ok());
 }
 
+// And the worker's: worker.metrics_listen under the same rule. The options
+// do not know whether they configure `feedd worker`, so it holds in every
+// mode.
+TEST_F(OptionsTest, NonLoopbackWorkerMetricsListenNeedsAuthentication) {
+  const std::string open = "--worker.metrics_listen=[::]:9465";
+  args_ = {open};
+  ExpectError("worker.metrics_listen: [::]:9465 is not a loopback address");
+  args_ = {open, "--auth.tokens_file=/etc/feedd/tokens"};
+  ExpectError("worker.metrics_listen: [::]:9465 is not a loopback address");
+  args_ = {open, "--auth.tokens_file=/etc/feedd/tokens", "--metrics.authenticate=true"};
+  EXPECT_EQ(LoadOk().worker_metrics_listen.ToString(), "[::]:9465");
+  args_ = {open, "--metrics.tls_cert_file=c.pem", "--metrics.tls_key_file=k.pem",
+           "--metrics.tls_client_ca_file=ca.pem"};
+  EXPECT_EQ(LoadOk().metrics_tls_client_ca_file, "ca.pem");
+  args_ = {open, "--auth.allow_unauthenticated=true"};
+  EXPECT_TRUE(LoadOk().auth_allow_unauthenticated);
+  args_ = {"--worker.metrics_listen=127.0.0.1:0"};
+  EXPECT_TRUE(Load().ok());
+}
+
 TEST_F(OptionsTest, WorkerApiTakesHostPortOrHttpUrl) {
   args_ = {"--worker.api=http://10.0.0.5:8080/"};
   EXPECT_EQ(LoadOk().worker_api, "10.0.0.5:8080");
