@@ -9,7 +9,9 @@ metrics.request_timeout_ms, a certificate rotated by SIGHUP seen on a new
 connection while a kept-alive connection goes on, a failed reload keeping
 the old pair, and mTLS
 (metrics.tls_client_ca_file) refusing a scraper without a certificate and
-one whose certificate another CA signed.
+one whose certificate another CA signed. A `feedd worker` with the same
+options serves its own metrics port over HTTPS with basic authentication,
+and SIGHUP reloads its tokens and certificate.
 """
 
 import base64
@@ -25,6 +27,7 @@ from feedd_harness import FeeddDaemon, FeeddTestCase
 from test_auth import SECRETS, tokens_text, write_tokens
 from test_http_errors import metric_value, recv_all, wait_for
 from test_tls import make_ca, make_cert
+from test_worker import Worker, daemon_settings
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -254,6 +257,80 @@ class MetricsMutualTlsTest(_MetricsTlsBase):
 
     def test_certificate_of_another_ca_is_refused(self):
         self.assertRefused(self.context("stranger"), "a certificate of another CA")
+
+
+class WorkerMetricsHttpsTest(FeeddTestCase):
+    """The worker's metrics port (worker.metrics_listen) under metrics.tls_* and
+    metrics.authenticate; the daemon it works for serves plain HTTP."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="feedd-worker-metrics-tls-")
+        cls.ca = make_ca(cls.dir, "ca")
+        make_cert(cls.dir, "server", "ca", "serverAuth")
+        make_cert(cls.dir, "rotated", "ca", "serverAuth")
+        cls.cert = os.path.join(cls.dir, "live.pem")
+        cls.key = os.path.join(cls.dir, "live.key")
+        shutil.copy(os.path.join(cls.dir, "server.pem"), cls.cert)
+        shutil.copy(os.path.join(cls.dir, "server.key"), cls.key)
+        cls.tokens = os.path.join(cls.dir, "tokens")
+        write_tokens(cls.tokens, tokens_text(["reader", "writer"]))
+        cls.daemon = FeeddDaemon(extra_args=daemon_settings(), name="feedd-worker-metrics")
+        cls.worker = None
+        try:
+            cls.daemon.start()
+            cls.worker = Worker(cls.daemon, "worker", extra_args=[
+                "--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
+                "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"])
+        except BaseException:
+            cls.tearDownClass()
+            raise
+        cls.address = cls.worker.metrics_address
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.worker is not None:
+                cls.worker.stop()
+            cls.daemon.stop()
+        finally:
+            cls.daemon.cleanup()
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def scrape(self, headers=None):
+        """One request on a new TLS connection: (status, headers, body, peer certificate's CN)."""
+        return _MetricsTlsBase.scrape(self, ssl.create_default_context(cafile=self.ca), headers)
+
+    def test_scrape_over_https_with_basic_authentication(self):
+        self.assertIn("metrics on https://" + self.address + "/metrics", self.worker.logs())
+        status, headers, body, cn = self.scrape(basic("reader"))
+        self.assertEqual((status, cn), (200, "server"), body[:300])
+        self.assertEqual(headers["content-type"], TEXT_FORMAT)
+        self.assertIn('feedd_worker_up{processor="usernames"} 1', body.decode())
+        wrong = {"Authorization": "Basic " + base64.b64encode(b"reader:nope").decode()}
+        for headers in (None, wrong):
+            status, found, body, _ = self.scrape(headers)
+            self.assertEqual(status, 401, headers)
+            self.assertEqual(found.get("www-authenticate"), 'Basic realm="feedd"')
+            self.assertNotIn(b"feedd_worker_up", body)
+
+    def test_sighup_reloads_tokens_and_certificate(self):
+        try:
+            write_tokens(self.tokens, tokens_text(["writer"]))
+            shutil.copy(os.path.join(self.dir, "rotated.pem"), self.cert)
+            shutil.copy(os.path.join(self.dir, "rotated.key"), self.key)
+            self.worker.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: self.scrape(basic("reader"))[0] == 401, "reader's token removed")
+            status, _, body, cn = self.scrape(basic("writer"))
+            self.assertEqual((status, cn), (200, "rotated"), body[:300])
+        finally:
+            write_tokens(self.tokens, tokens_text(["reader", "writer"]))
+            shutil.copy(os.path.join(self.dir, "server.pem"), self.cert)
+            shutil.copy(os.path.join(self.dir, "server.key"), self.key)
+            self.worker.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: self.scrape(basic("reader"))[0] == 200, "reader's token back")
+        self.assertEqual(self.scrape(basic("reader"))[3], "server")
+        self.assertIsNone(self.worker.proc.poll(), "SIGHUP must not stop the worker")
 
 
 if __name__ == "__main__":

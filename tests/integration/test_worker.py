@@ -66,7 +66,7 @@ class Worker:
                                                             self.logs()))
             if time.monotonic() > deadline:
                 raise AssertionError("%s not ready in 30 s:\n%s" % (name, self.logs()))
-            m = re.search(r"metrics on http://([0-9.]+:[0-9]+)/metrics", self.logs())
+            m = re.search(r"metrics on https?://([0-9.]+:[0-9]+)/metrics", self.logs())
             if m:
                 self.metrics_address = m.group(1)
             time.sleep(0.05)
