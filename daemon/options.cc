@@ -466,7 +466,8 @@ const OptionSpec kOptions[] = {
        return Status::Ok();
      }},
     {"worker.metrics_listen", "127.0.0.1:9465",
-     "feedd worker: Prometheus metrics address HOST:PORT (port 0 = any)",
+     "feedd worker: Prometheus metrics address HOST:PORT (port 0 = any), with metrics.tls_* and "
+     "metrics.authenticate; non-loopback needs authentication as metrics.listen does",
      [](std::string_view v, DaemonConfig& c) {
        return ParseHostPortInto(v, &c.worker_metrics_listen);
      }},
