@@ -128,7 +128,10 @@ int RunWorker(const DaemonConfig& config) {
     FEEDD_LOG(kError, "worker") << "feedd worker consumes Kafka, but kafka.brokers = none";
     return finish(kExitBadConfig);
   }
-  Result<std::shared_ptr<const TokenSet>> tokens = LoadTokens(config);
+  // The tokens only serve the metrics port: without metrics.authenticate a
+  // worker does not need the daemon's auth.tokens_file on its host.
+  Result<std::shared_ptr<const TokenSet>> tokens =
+      config.metrics_authenticate ? LoadTokens(config) : std::shared_ptr<const TokenSet>();
   if (!tokens.ok()) {
     FEEDD_LOG(kError, "worker") << "cannot load auth.tokens_file: " << tokens.status().message();
     return finish(kExitBadConfig);
