@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import tempfile
 import unittest
 
@@ -331,6 +332,19 @@ class WorkerMetricsHttpsTest(FeeddTestCase):
             wait_for(lambda: self.scrape(basic("reader"))[0] == 200, "reader's token back")
         self.assertEqual(self.scrape(basic("reader"))[3], "server")
         self.assertIsNone(self.worker.proc.poll(), "SIGHUP must not stop the worker")
+
+    def test_a_worker_refuses_an_open_non_loopback_metrics_port(self):
+        # Exit code 2 before anything starts; with metrics.authenticate the
+        # same configuration passes the check.
+        cmd = [self.daemon.binary, "worker", "--worker.api=127.0.0.1:1",
+               "--worker.metrics_listen=0.0.0.0:0"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("worker.metrics_listen: 0.0.0.0:0 is not a loopback address", done.stderr)
+        done = subprocess.run(cmd + ["--auth.tokens_file=" + self.tokens,
+                                     "--metrics.authenticate=true", "--check-config"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
 
 
 if __name__ == "__main__":
