@@ -143,6 +143,8 @@ class WorkerUnitFileTest(unittest.TestCase):
         self.assertEqual(d["ExecStart"], ["/usr/bin/feedd worker --config /etc/feedd/feedd.conf "
                                           "--worker.metrics_listen 127.0.0.1:%i"])
         self.assertEqual(d["RestartPreventExitStatus"], ["2"])
+        # SIGHUP reloads the metrics port's certificate and tokens.
+        self.assertEqual(d["ExecReload"], ["/bin/kill -HUP $MAINPID"])
         # Like feedd.service: readiness and liveness reported over sd_notify.
         self.assertEqual(d["Type"], ["notify"])
         self.assertEqual(d["NotifyAccess"], ["main"])
