@@ -213,8 +213,8 @@ std::vector<MetricFamily> StateCollector::Collect() const {
     // Every type and final state from 0, and whatever else has finished.
     std::map<std::pair<std::string, std::string>, uint64_t> finished;
     for (const char* type : {"rebuild", "verify"}) {
-      for (JobState state : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
-        finished[{type, std::string(JobStateName(state))}] = 0;
+      for (JobState job_state : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+        finished[{type, std::string(JobStateName(job_state))}] = 0;
       }
     }
     for (const auto& [key, count] : jobs.finished_counts()) finished[key] = count;
