@@ -25,6 +25,7 @@
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -197,7 +198,7 @@ std::string ProgressText(const boost::json::object& job) {
   std::snprintf(rate, sizeof(rate), "%.0f", p.at("ratePerSecond").to_number<double>());
   out << ", " << rate << " " << unit << "/s";
   if (!p.at("etaSeconds").is_null()) {
-    out << ", ETA " << static_cast<long long>(p.at("etaSeconds").to_number<double>() + 0.5) << " s";
+    out << ", ETA " << std::llround(p.at("etaSeconds").to_number<double>()) << " s";
   }
   return out.str();
 }

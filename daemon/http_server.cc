@@ -279,8 +279,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
         beast::iequals(request[http::field::expect], "100-continue")) {
       continue_.emplace(http::status::continue_, request.version());
       http::async_write(stream_, *continue_,
-                        [self = shared_from_this()](beast::error_code ec, size_t) {
-                          if (ec) return self->Close();
+                        [self = shared_from_this()](beast::error_code write_ec, size_t) {
+                          if (write_ec) return self->Close();
                           self->ReadBody();
                         });
       return;

@@ -267,6 +267,7 @@ void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::str
       });
   if (!s.ok()) {
     jobs.Withdraw(job->id());
+    // NOLINTNEXTLINE(bugprone-use-after-move): moved only into `pending`
     return (pending ? *pending : responder).Send(ErrorResponse(s));
   }
   jobs.Admit(job->id());

@@ -77,7 +77,7 @@ Result<ViewQueryPage> HttpViewContext::Query(const std::string& container, const
   }
   ViewQueryPage out;
   for (auto& item : items->as_array()) {
-    if (item.is_object()) out.items.push_back(std::move(item.as_object()));
+    if (item.is_object()) out.items.push_back(item.as_object());
   }
   const boost::json::value* continuation = page->if_contains("continuation");
   if (continuation != nullptr && continuation->is_string()) {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Configures and builds feedd into ./build (./build-asan with
 # FEEDD_SANITIZE=1: ASan+UBSan; ./build-tsan with FEEDD_SANITIZE=thread:
-# ThreadSanitizer, without the benchmarks). The build log goes to stderr;
-# stdout gets the build directory only.
+# ThreadSanitizer, without the benchmarks). FEEDD_WERROR=ON (CI) makes
+# every compiler warning an error. The build log goes to stderr; stdout gets
+# the build directory only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build
-cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr)
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr -DFEEDD_WERROR="${FEEDD_WERROR:-OFF}")
 # ccache, where installed, makes rebuilds in other checkouts cheap.
 if command -v ccache >/dev/null; then cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 case "${FEEDD_SANITIZE:-0}" in

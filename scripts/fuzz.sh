@@ -7,6 +7,7 @@
 #
 # A crash, leak, sanitizer report or broken invariant fails the run; the input
 # is saved as build-fuzz/tests/fuzz/work/<target>/crash-* (or leak-*, timeout-*).
+# FEEDD_WERROR=ON (CI) makes every compiler warning an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,8 @@ seconds=${2:-${FUZZ_SECONDS:-30}}
 build_dir=build-fuzz
 
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr -DFEEDD_FUZZ=ON
-            -DFEEDD_BUILD_TESTS=OFF -DFEEDD_BUILD_BENCH=OFF -DFEEDD_FUZZ_SECONDS="$seconds")
+            -DFEEDD_BUILD_TESTS=OFF -DFEEDD_BUILD_BENCH=OFF -DFEEDD_FUZZ_SECONDS="$seconds"
+            -DFEEDD_WERROR="${FEEDD_WERROR:-OFF}")
 if command -v ccache >/dev/null; then cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" "${cmake_args[@]}" >&2
 if [ -n "$target" ]; then

@@ -15,8 +15,8 @@ PACKAGES=(
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer
   # runtimes, llvm-symbolizer for readable stack traces
   clang libclang-rt-14-dev llvm
-  # the style checks (tests/style): clang-format dry run
-  clang-format
+  # the style checks (tests/style): clang-format dry run, clang-tidy
+  clang-format clang-tidy
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
   # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its

@@ -18,12 +18,8 @@ namespace {
 namespace kf = key_format;
 
 // The _sourceLsn of a stored item (0 when it has none).
-Result<Lsn> StoredSourceLsn(std::string_view item_json) {
-  Result<boost::json::value> item = ParseJson(item_json);
-  if (!item.ok() || !item->is_object()) {
-    return Status(ErrorCode::kStorageError, "corrupt stored item");
-  }
-  const boost::json::value* lsn = item->as_object().if_contains("_sourceLsn");
+Lsn SourceLsnOf(const boost::json::object& item) {
+  const boost::json::value* lsn = item.if_contains("_sourceLsn");
   if (lsn == nullptr) return Lsn{0};
   if (lsn->is_uint64()) return lsn->as_uint64();
   if (lsn->is_int64() && lsn->as_int64() >= 0) return static_cast<Lsn>(lsn->as_int64());
@@ -113,6 +109,198 @@ class BatchRecords : public rocksdb::WriteBatch::Handler {
   std::vector<Record> records;
 };
 
+using IndexValues = std::vector<std::optional<std::string>>;
+
+Status CorruptItem(std::string_view id) {
+  return Status(ErrorCode::kStorageError, "corrupt stored item " + std::string(id));
+}
+
+// The version of an item the store holds (or its absence). Its JSON is
+// parsed at most once, when a step first needs it.
+class StoredVersion {
+ public:
+  // `value`: the stored value (key_format::ItemValue) of item `id`, nullopt
+  // when there is none. Views `value` and `id`, which must outlive it.
+  static Result<StoredVersion> Decode(const std::optional<std::string>& value,
+                                      std::string_view id) {
+    StoredVersion stored(id);
+    if (!value) return stored;
+    if (!kf::DecodeItemValue(*value, &stored.lsn_, &stored.json_)) return CorruptItem(id);
+    stored.exists_ = true;
+    return stored;
+  }
+
+  bool exists() const { return exists_; }
+  Lsn lsn() const { return lsn_; }                 // 0 when absent
+  std::string_view json() const { return json_; }  // with system properties; empty when absent
+
+  // The item as ParseJson() reads it, which must be an object.
+  Result<const boost::json::object*> Object() {
+    Parse();
+    if (!value_ || legacy_ || !value_->is_object()) return CorruptItem(id_);
+    return &value_->as_object();
+  }
+  // Hands over what Object() reads, for a step that changes it (the last to
+  // read the item).
+  Result<boost::json::value> TakeObject() {
+    if (Result<const boost::json::object*> object = Object(); !object.ok()) {
+      return object.status();
+    }
+    boost::json::value taken = std::move(*value_);
+    value_.reset();
+    return taken;
+  }
+  // The item as its index entries were made of it: what ParseJson() reads
+  // or, for an item a version before the invalid_number check stored with a
+  // bare Infinity, what ParseLegacyJson() reads (`*legacy` true: no reader
+  // could parse the stored text).
+  Result<const boost::json::value*> ForIndexes(bool* legacy) {
+    Parse();
+    if (!value_) return CorruptItem(id_);
+    *legacy = legacy_;
+    return &*value_;
+  }
+
+ private:
+  explicit StoredVersion(std::string_view id) : id_(id) {}
+
+  void Parse() {
+    if (parsed_) return;
+    parsed_ = true;
+    Result<boost::json::value> value = ParseJson(json_);
+    if (!value.ok()) {
+      value = ParseLegacyJson(json_);
+      legacy_ = true;
+    }
+    if (value.ok()) value_ = std::move(*value);
+  }
+
+  std::string_view id_;
+  bool exists_ = false;
+  Lsn lsn_ = 0;
+  std::string_view json_;
+  bool parsed_ = false;
+  bool legacy_ = false;
+  std::optional<boost::json::value> value_;  // nullopt: unread, taken or unreadable
+};
+
+// The id `op` writes in partition `pk`: the op's or its body's, which must
+// agree, as must the body's partition key; an op that writes a version must
+// have a body.
+Result<std::string> OpId(const std::string& pk, const WriteOp& op) {
+  std::string id = op.id;
+  if (op.item) {
+    if (id.empty()) id = op.item->id;
+    if (id != op.item->id) {
+      return Status(ErrorCode::kInvalidId,
+                    "op id '" + id + "' differs from the body's id '" + op.item->id + "'");
+    }
+    if (op.item->partition_key != pk) {
+      return Status(ErrorCode::kPartitionKeyMismatch,
+                    "the item's partition key '" + op.item->partition_key +
+                        "' differs from the request's ('" + pk + "')");
+    }
+  } else if (op.kind == WriteOpKind::kCreate || op.kind == WriteOpKind::kUpsert ||
+             op.kind == WriteOpKind::kReplace) {
+    return Status(ErrorCode::kInvalidItem, "the operation needs an item body");
+  }
+  if (Status s = ValidateId(id); !s.ok()) return s;
+  return id;
+}
+
+// The op's own conditions, in this order: skip_if_exists, who may write
+// (MayWrite), if_exists, source_lsn and if_match. nullopt: the op goes on;
+// a status: the op does nothing and answers it.
+Result<std::optional<int>> CheckConditions(const ContainerSpec& spec, const WriteOp& op,
+                                           const std::string& id, StoredVersion& stored) {
+  const bool exists = stored.exists();
+  if (exists && op.skip_if_exists && op.kind == WriteOpKind::kCreate) {
+    return std::optional<int>(409);  // already there: left as it is
+  }
+  if (op.kind != WriteOpKind::kRead) {
+    Status allowed =
+        MayWrite(op.origin, spec, id,
+                 op.item ? std::optional<std::string_view>(op.item->body_json) : std::nullopt,
+                 exists ? std::optional<std::string_view>(stored.json()) : std::nullopt);
+    if (!allowed.ok()) return allowed;
+  }
+  if (!exists && op.if_exists &&
+      (op.kind == WriteOpKind::kReplace || op.kind == WriteOpKind::kDelete ||
+       op.kind == WriteOpKind::kPatch)) {
+    return std::optional<int>(404);  // nothing to do
+  }
+  if (exists && op.source_lsn && op.kind == WriteOpKind::kUpsert) {
+    Result<const boost::json::object*> item = stored.Object();
+    if (!item.ok()) return item.status();
+    if (SourceLsnOf(**item) >= *op.source_lsn) {
+      return std::optional<int>(412);  // superseded by a newer source version
+    }
+  }
+  if (op.if_match) {
+    if (!exists) {
+      return Status(ErrorCode::kPreconditionFailed,
+                    "item '" + id + "' does not exist, so If-Match cannot hold");
+    }
+    if (!EtagMatches(*op.if_match, stored.lsn())) {
+      return Status(ErrorCode::kPreconditionFailed,
+                    "item '" + id + "' has etag " + EtagOf(stored.lsn()) + ", not " + *op.if_match);
+    }
+  }
+  return std::optional<int>();
+}
+
+// conflict for a create of an existing item, not_found for any other op but
+// an upsert of a missing one.
+Status CheckExistence(WriteOpKind kind, const std::string& id, bool exists) {
+  if (kind == WriteOpKind::kCreate) {
+    if (exists) return Status(ErrorCode::kConflict, "item '" + id + "' already exists");
+  } else if (kind != WriteOpKind::kUpsert && !exists) {
+    return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
+  }
+  return Status::Ok();
+}
+
+// The HTTP status of an op that succeeded.
+int SuccessStatus(WriteOpKind kind, bool existed) {
+  switch (kind) {
+    case WriteOpKind::kCreate:
+    case WriteOpKind::kUpsert:
+      return existed ? 200 : 201;
+    case WriteOpKind::kDelete:
+      return 204;
+    case WriteOpKind::kReplace:
+    case WriteOpKind::kPatch:
+    case WriteOpKind::kRead:
+      return 200;
+  }
+  return 200;
+}
+
+// A patched item without its store properties (derived '_' fields stay),
+// and its index values.
+struct PatchedItem {
+  std::string json;
+  IndexValues index_values;
+};
+
+// Applies the op's patch to the stored version, which it takes over.
+Result<PatchedItem> Patch(const ContainerSpec& spec, const WriteOp& op, StoredVersion& stored,
+                          size_t max_item_bytes) {
+  Result<boost::json::value> item = stored.TakeObject();
+  if (!item.ok()) return item.status();
+  StripStoreProperties(item->as_object());
+  if (Status s = ApplyPatch(op.patch, *item); !s.ok()) return s;
+  PatchedItem patched;
+  patched.json = boost::json::serialize(*item);
+  if (Status s =
+          CheckItemSize(item->as_object(), patched.json.size(), max_item_bytes, "the patched item");
+      !s.ok()) {
+    return s;
+  }
+  patched.index_values = ExtractIndexValues(spec, *item);
+  return patched;
+}
+
 }  // namespace
 
 std::optional<rocksdb::WriteBatch> CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch) {
@@ -176,8 +364,9 @@ class CommitPipeline::GroupBuilder {
         s = Status(ErrorCode::kContainerNotFound,
                    "container '" + request.container + "' does not exist");
       } else if (request.ops.empty() || request.ops.size() > kMaxBatchOperations) {
-        s = Status(ErrorCode::kTooManyOperations, "a request holds 1 to 100 operations, not " +
-                                                      std::to_string(request.ops.size()));
+        s = Status(ErrorCode::kTooManyOperations,
+                   "a request holds 1 to " + std::to_string(kMaxBatchOperations) +
+                       " operations, not " + std::to_string(request.ops.size()));
       }
       for (size_t i = 0; s.ok() && i < request.ops.size(); ++i) {
         OpResult op_result;
@@ -260,168 +449,104 @@ class CommitPipeline::GroupBuilder {
     return k;
   }
 
+  // Evaluates one op against the store as the group has changed it so far
+  // and adds what it writes to the batch.
   Status Apply(const ContainerHandle& c, const std::string& pk, const WriteOp& op, OpResult* out) {
-    std::string id = op.id;
-    if (op.item) {
-      if (id.empty()) id = op.item->id;
-      if (id != op.item->id) {
-        return Status(ErrorCode::kInvalidId,
-                      "op id '" + id + "' differs from the body's id '" + op.item->id + "'");
-      }
-      if (op.item->partition_key != pk) {
-        return Status(ErrorCode::kPartitionKeyMismatch,
-                      "the item's partition key '" + op.item->partition_key +
-                          "' differs from the request's ('" + pk + "')");
-      }
-    } else if (op.kind == WriteOpKind::kCreate || op.kind == WriteOpKind::kUpsert ||
-               op.kind == WriteOpKind::kReplace) {
-      return Status(ErrorCode::kInvalidItem, "the operation needs an item body");
-    }
-    if (Status s = ValidateId(id); !s.ok()) return s;
-
-    const std::string key = kf::ItemKey(pk, id);
-    auto current = Lookup(c, key);
-    if (!current.ok()) return current.status();
-    Lsn current_lsn = 0;
-    std::string_view current_json;
-    if (*current && !kf::DecodeItemValue(**current, &current_lsn, &current_json)) {
-      return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
-    }
-    const bool exists = current->has_value();
-    if (exists && op.skip_if_exists && op.kind == WriteOpKind::kCreate) {
-      out->http_status = 409;  // already there: left as it is
+    Result<std::string> id = OpId(pk, op);
+    if (!id.ok()) return id.status();
+    const std::string key = kf::ItemKey(pk, *id);
+    Result<Value> value = Lookup(c, key);
+    if (!value.ok()) return value.status();
+    Result<StoredVersion> stored = StoredVersion::Decode(*value, *id);
+    if (!stored.ok()) return stored.status();
+    Result<std::optional<int>> skipped = CheckConditions(c.spec, op, *id, *stored);
+    if (!skipped.ok()) return skipped.status();
+    if (*skipped) {
+      out->http_status = **skipped;
       return Status::Ok();
     }
-    if (op.kind != WriteOpKind::kRead) {
-      Status allowed =
-          MayWrite(op.origin, c.spec, id,
-                   op.item ? std::optional<std::string_view>(op.item->body_json) : std::nullopt,
-                   exists ? std::optional<std::string_view>(current_json) : std::nullopt);
-      if (!allowed.ok()) return allowed;
-    }
-    if (!exists && op.if_exists &&
-        (op.kind == WriteOpKind::kReplace || op.kind == WriteOpKind::kDelete ||
-         op.kind == WriteOpKind::kPatch)) {
-      out->http_status = 404;  // nothing to do
+    if (Status s = CheckExistence(op.kind, *id, stored->exists()); !s.ok()) return s;
+    out->http_status = SuccessStatus(op.kind, stored->exists());
+    if (op.kind == WriteOpKind::kRead) {
+      out->item_json.assign(stored->json());
+      out->item_lsn = stored->lsn();
       return Status::Ok();
     }
-    if (exists && op.source_lsn && op.kind == WriteOpKind::kUpsert) {
-      auto stored = StoredSourceLsn(current_json);
-      if (!stored.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
-      if (*stored >= *op.source_lsn) {
-        out->http_status = 412;  // superseded by a newer source version
-        return Status::Ok();
-      }
-    }
+    return Write(c, pk, *id, key, op, *stored, out);
+  }
 
-    if (op.if_match) {
-      if (!exists) {
-        return Status(ErrorCode::kPreconditionFailed,
-                      "item '" + id + "' does not exist, so If-Match cannot hold");
-      }
-      if (!EtagMatches(*op.if_match, current_lsn)) {
-        return Status(
-            ErrorCode::kPreconditionFailed,
-            "item '" + id + "' has etag " + EtagOf(current_lsn) + ", not " + *op.if_match);
-      }
+  // Adds a create, upsert, replace, delete or patch that passed its checks:
+  // the item's new version (or its deletion), its index entries and its
+  // change record.
+  Status Write(const ContainerHandle& c, const std::string& pk, const std::string& id,
+               const std::string& key, const WriteOp& op, StoredVersion& stored, OpResult* out) {
+    // The old version's index values, read before a patch takes it over.
+    IndexValues old_index_values(c.indexes.size());
+    bool before_unreadable = false;
+    if (!c.indexes.empty() && stored.exists()) {
+      // An item an older version stored with an Infinity can still be
+      // replaced or deleted: its index entries are found again, and the
+      // change record gets no before-image no reader could parse.
+      Result<const boost::json::value*> old_item = stored.ForIndexes(&before_unreadable);
+      if (!old_item.ok()) return old_item.status();
+      old_index_values = ExtractIndexValues(c.spec, **old_item);
     }
-
-    // The new version without system properties, and its index values: the
-    // op's (not copied) or, for a patch, computed here.
-    std::string_view body_json;
-    const std::vector<std::optional<std::string>>* new_index_values = nullptr;
-    std::string patched_json;
-    std::vector<std::optional<std::string>> patched_index_values;
-    switch (op.kind) {
-      case WriteOpKind::kCreate:
-        if (exists) return Status(ErrorCode::kConflict, "item '" + id + "' already exists");
-        [[fallthrough]];
-      case WriteOpKind::kUpsert:
-        body_json = op.item->body_json;
-        new_index_values = &op.item->index_values;
-        out->http_status = exists ? 200 : 201;
-        break;
-      case WriteOpKind::kReplace:
-        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
-        body_json = op.item->body_json;
-        new_index_values = &op.item->index_values;
-        out->http_status = 200;
-        break;
-      case WriteOpKind::kDelete:
-        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
-        out->http_status = 204;
-        break;
-      case WriteOpKind::kPatch: {
-        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
-        Result<boost::json::value> parsed = ParseJson(current_json);
-        if (!parsed.ok() || !parsed->is_object()) {
-          return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
-        }
-        boost::json::value& item = *parsed;
-        StripStoreProperties(item.as_object());  // derived '_' fields stay
-        if (Status s = ApplyPatch(op.patch, item); !s.ok()) return s;
-        patched_json = boost::json::serialize(item);
-        if (Status s = CheckItemSize(item.as_object(), patched_json.size(), options_.max_item_bytes,
-                                     "the patched item");
-            !s.ok()) {
-          return s;
-        }
-        body_json = patched_json;
-        patched_index_values = ExtractIndexValues(c.spec, item);
-        new_index_values = &patched_index_values;
-        out->http_status = 200;
-        break;
-      }
-      case WriteOpKind::kRead:
-        if (!exists) return Status(ErrorCode::kNotFound, "item '" + id + "' does not exist");
-        out->http_status = 200;
-        out->item_json.assign(current_json);
-        out->item_lsn = current_lsn;
-        return Status::Ok();
+    std::optional<PatchedItem> patched;
+    if (op.kind == WriteOpKind::kPatch) {
+      Result<PatchedItem> p = Patch(c.spec, op, stored, options_.max_item_bytes);
+      if (!p.ok()) return p.status();
+      patched = std::move(*p);
     }
 
     const Lsn lsn = next_lsn_++;
     const bool is_delete = op.kind == WriteOpKind::kDelete;
     std::optional<std::string> after;
-    if (!is_delete) after = WithSystemProperties(body_json, lsn, ts_ms_);
-
-    // Secondary indexes: remove entries of the old version, add the new ones.
-    bool before_unreadable = false;
-    if (!c.indexes.empty()) {
-      std::vector<std::optional<std::string>> old_index_values(c.indexes.size());
-      if (exists) {
-        Result<boost::json::value> old_item = ParseJson(current_json);
-        if (!old_item.ok()) {
-          // An item an older version stored with an Infinity can still be
-          // replaced or deleted: its index entries are found again, and the
-          // change record gets no before-image no reader could parse.
-          old_item = ParseLegacyJson(current_json);
-          before_unreadable = true;
-        }
-        if (!old_item.ok()) return Status(ErrorCode::kStorageError, "corrupt stored item " + id);
-        old_index_values = ExtractIndexValues(c.spec, *old_item);
-      }
-      const std::vector<std::optional<std::string>> none(is_delete ? c.indexes.size() : 0);
-      const std::vector<std::optional<std::string>>& new_values =
-          is_delete ? none : *new_index_values;
-      for (size_t i = 0; i < c.indexes.size(); ++i) {
-        if (old_index_values[i] == new_values[i]) continue;
-        if (old_index_values[i]) {
-          batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_index_values[i], pk, id));
-        }
-        if (new_values[i]) {
-          batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
-        }
-      }
+    if (!is_delete) {
+      after = WithSystemProperties(patched ? patched->json : op.item->body_json, lsn, ts_ms_);
     }
+    const IndexValues none(is_delete ? c.indexes.size() : 0);
+    WriteIndexEntries(c, pk, id, old_index_values,
+                      is_delete ? none : (patched ? patched->index_values : op.item->index_values));
 
-    ChangeOp change_op =
-        is_delete ? ChangeOp::kDelete : (exists ? ChangeOp::kReplace : ChangeOp::kCreate);
+    const ChangeOp change_op =
+        is_delete ? ChangeOp::kDelete : (stored.exists() ? ChangeOp::kReplace : ChangeOp::kCreate);
     std::optional<std::string_view> before;
-    if (exists && options_.before_images && !before_unreadable) before = current_json;
-    std::string envelope =
-        Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, op.imported, before,
+    if (stored.exists() && options_.before_images && !before_unreadable) before = stored.json();
+    AppendChange(c, pk, id, lsn, change_op, op.imported, before,
                  after ? std::optional<std::string_view>(*after) : std::nullopt);
+
+    if (is_delete) {
+      batch_.Delete(c.items, key);
+      Remember(c, key, std::nullopt);
+    } else {
+      std::string stored_value = kf::ItemValue(lsn, *after);
+      batch_.Put(c.items, key, stored_value);
+      Remember(c, key, std::move(stored_value));
+      if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
+      out->item_lsn = lsn;
+    }
+    out->lsn = lsn;
+    return Status::Ok();
+  }
+
+  // Removes the index entries of the old version and adds the new ones
+  // (`new_values` empty for no index of a container without any).
+  void WriteIndexEntries(const ContainerHandle& c, const std::string& pk, const std::string& id,
+                         const IndexValues& old_values, const IndexValues& new_values) {
+    for (size_t i = 0; i < c.indexes.size(); ++i) {
+      if (old_values[i] == new_values[i]) continue;
+      if (old_values[i]) batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_values[i], pk, id));
+      if (new_values[i]) batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
+    }
+  }
+
+  // Adds the change record of `lsn` to the batch (and to the records
+  // collected for the listeners).
+  void AppendChange(const ContainerHandle& c, const std::string& pk, const std::string& id, Lsn lsn,
+                    ChangeOp change_op, bool imported, std::optional<std::string_view> before,
+                    std::optional<std::string_view> after) {
+    std::string envelope =
+        Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, imported, before, after);
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
@@ -430,19 +555,6 @@ class CommitPipeline::GroupBuilder {
       records_->push_back(
           ChangeRecord{lsn, ts_ms_, change_op, c.spec.name, pk, id, std::move(envelope)});
     }
-
-    if (is_delete) {
-      batch_.Delete(c.items, key);
-      Remember(c, key, std::nullopt);
-    } else {
-      std::string stored = kf::ItemValue(lsn, *after);
-      batch_.Put(c.items, key, stored);
-      Remember(c, key, std::move(stored));
-      if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
-      out->item_lsn = lsn;
-    }
-    out->lsn = lsn;
-    return Status::Ok();
   }
 
   RocksDatabase* const db_;

@@ -144,7 +144,9 @@ TEST(KafkaMessageTest, UndecodableEnvelopeIsSentReferenceOnly) {
     EXPECT_EQ(keys.at("partitionKey").as_string(), "p1");
     EXPECT_EQ(keys.at("id").as_string(), "c1");
     EXPECT_EQ(keys.at("afterOmitted"), true);
-    if (format == EnvelopeFormat::kNative) EXPECT_EQ(o.at("op").as_string(), "create");
+    if (format == EnvelopeFormat::kNative) {
+      EXPECT_EQ(o.at("op").as_string(), "create");
+    }
   }
 }
 

@@ -278,10 +278,14 @@ TEST(KeyedApplierBatchTest, APermanentFailureIsParkedAfterOneAttempt) {
   Recorder r;
   r.hold_first = false;
   r.failing = {1, 2};
-  KeyedApplier::Options options{"test", 1, 3, 1ms, {}, [](const Status& s) {
-                                  return s.code() == ErrorCode::kStorageError &&
-                                         s.message() == "injected";
-                                }};
+  KeyedApplier::Options options;
+  options.name = "test";
+  options.parallelism = 1;
+  options.max_attempts = 3;
+  options.retry_backoff = 1ms;
+  options.permanent = [](const Status& s) {
+    return s.code() == ErrorCode::kStorageError && s.message() == "injected";
+  };
   KeyedApplier applier(
       &kind, options,
       [&r](const Change& c) {

@@ -293,9 +293,9 @@ std::vector<SettingsCase> SettingsCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, SettingsErrorTest, ::testing::ValuesIn(SettingsCases()),
-                         [](const ::testing::TestParamInfo<SettingsCase>& info) {
+                         [](const ::testing::TestParamInfo<SettingsCase>& test) {
                            std::string n;
-                           for (char ch : info.param.label) n += std::isalnum(ch) ? ch : '_';
+                           for (char ch : test.param.label) n += std::isalnum(ch) ? ch : '_';
                            return n;
                          });
 

@@ -94,7 +94,9 @@ TEST(AuthTokensTest, ParsesBearerHeaders) {
         "Bearer tok,", "Bearer =abc", "Bearer a=b", "Token tok", "Bearer t\xc3\xa9"}) {
     Result<std::string_view> secret = ParseBearer(bad);
     EXPECT_FALSE(secret.ok()) << "accepted '" << bad << "'";
-    if (!secret.ok()) EXPECT_EQ(secret.status().code(), ErrorCode::kInvalidRequest);
+    if (!secret.ok()) {
+      EXPECT_EQ(secret.status().code(), ErrorCode::kInvalidRequest);
+    }
   }
 }
 

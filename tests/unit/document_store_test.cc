@@ -30,9 +30,11 @@
 #include <utility>
 #include <vector>
 
+#include "storage/key_format.h"
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
 #include "storage/query.h"
+#include "storage/rocks_database.h"
 #include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 #include "util/clock.h"
@@ -979,6 +981,64 @@ TEST_F(StoreTest, IndexFollowsCreateUpdateAndDelete) {
   EXPECT_EQ(Keys("orders", by("/amount", 10.0)), (Ks{"c3/o3", "c4/o4"}));
   EXPECT_TRUE(by("/amount", "10").items.empty());
   EXPECT_EQ(Keys("orders", by("/amount", 20)), (Ks{"c2/o2"}));
+}
+
+// An item a version before the invalid_number check stored with a bare
+// Infinity (written here straight into RocksDB) can still be replaced and
+// deleted in an indexed container: its index entries are found and removed,
+// and its change record has no before-image, which no reader could parse. A
+// patch refuses it: it would store the Infinity again.
+TEST_F(StoreTest, AnItemStoredWithInfinityByAnOlderVersionCanBeReplacedAndDeleted) {
+  for (const char* id : {"o1", "o2"}) {
+    ASSERT_TRUE(IsOk(Create("orders", R"({"id":")" + std::string(id) +
+                                          R"(","customer":{"id":"c1"},"status":"open"})")
+                         .status));
+  }
+  CloseStore();
+  {
+    Result<std::unique_ptr<RocksDatabase>> db = RocksDatabase::Open(Options());
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const ContainerHandle* orders = (*db)->Find("orders");
+    ASSERT_NE(orders, nullptr);
+    // The items keep the LSNs of their creates.
+    for (const auto& [id, lsn] : {std::pair<std::string, Lsn>{"o1", 1}, {"o2", 2}}) {
+      const std::string legacy = R"({"id":")" + id +
+                                 R"(","customer":{"id":"c1"},"status":"open","big":Infinity,)"
+                                 R"("_etag":"\")" +
+                                 std::to_string(lsn) + R"(\"","_lsn":)" + std::to_string(lsn) +
+                                 R"(,"_ts":1})";
+      ASSERT_TRUE((*db)
+                      ->db()
+                      ->Put(rocksdb::WriteOptions(), orders->items, key_format::ItemKey("c1", id),
+                            key_format::ItemValue(lsn, legacy))
+                      .ok());
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(OpenStore(Options()));
+
+  EXPECT_TRUE(
+      HasCode(Patch("orders", "c1", "o1", R"([{"op":"set","path":"/note","value":"n"}])").status,
+              ErrorCode::kStorageError));
+  ASSERT_TRUE(
+      IsOk(Upsert("orders", R"({"id":"o1","customer":{"id":"c1"},"status":"closed"})").status));
+  ASSERT_TRUE(IsOk(Delete("orders", "c1", "o2").status));
+
+  QuerySpec open;
+  open.filters.push_back(Eq("/status", "open"));
+  QueryResult found = MustQuery("orders", open);
+  EXPECT_TRUE(found.items.empty());
+  EXPECT_EQ(found.cost.index_entries_read, 0u) << "a stale index entry was left behind";
+  QuerySpec closed;
+  closed.filters.push_back(Eq("/status", "closed"));
+  EXPECT_EQ(Keys("orders", MustQuery("orders", closed)), std::vector<std::string>{"c1/o1"});
+
+  std::vector<ChangeRecord> records = Feed(3);
+  ASSERT_EQ(records.size(), 2u);
+  for (const ChangeRecord& record : records) {
+    json::object env = Obj(record.envelope_json);
+    ASSERT_NE(env.if_contains("before"), nullptr);
+    EXPECT_TRUE(env.at("before").is_null()) << record.envelope_json;
+  }
 }
 
 TEST_F(StoreTest, IndexLookupDoesNotMatchValuePrefixesOrOtherTypes) {
