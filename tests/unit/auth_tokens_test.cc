@@ -116,7 +116,9 @@ TEST(AuthTokensTest, ParsesBasicHeaders) {
         "Basic YT o=", "Basic YTo=YTo="}) {
     Result<BasicCredentials> parsed = ParseBasic(bad);
     EXPECT_FALSE(parsed.ok()) << "accepted '" << bad << "'";
-    if (!parsed.ok()) EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidRequest);
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidRequest);
+    }
   }
 }
 

@@ -212,7 +212,9 @@ TEST_F(RunImportJobTest, AStopIsSeenBetweenPiecesAndCutsTheRun) {
   for (size_t i = 99; i < text.size(); i += 100) text[i] = '\n';
   RecordingRun run;
   run.on_piece = [&] {
-    if (run.pieces == 2) ASSERT_TRUE(jobs->Cancel(job->id()).ok());
+    if (run.pieces == 2) {
+      ASSERT_TRUE(jobs->Cancel(job->id()).ok());
+    }
   };
   ImportReport report = RunImportJob(Spooled(text), run, *job, Stopped);
   EXPECT_EQ(run.pieces, 2) << "nothing is read after the stop";
