@@ -21,13 +21,12 @@ import signal
 import socket
 import ssl
 import subprocess
-import tempfile
 import unittest
 
 from feedd_harness import FeeddDaemon, FeeddTestCase
 from test_auth import SECRETS, tokens_text, write_tokens
 from test_http_errors import metric_value, recv_all, wait_for
-from test_tls import make_ca, make_cert
+from test_tls import TlsFixtures
 from test_worker import Worker, daemon_settings
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
@@ -93,19 +92,7 @@ class _MetricsTlsBase(FeeddTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="feedd-metrics-tls-")
-        cls.ca = make_ca(cls.dir, "ca")
-        make_cert(cls.dir, "server", "ca", "serverAuth")
-        make_cert(cls.dir, "rotated", "ca", "serverAuth")
-        make_cert(cls.dir, "client", "ca", "clientAuth")
-        make_ca(cls.dir, "other-ca")
-        make_cert(cls.dir, "stranger", "other-ca", "clientAuth")
-        cls.cert = os.path.join(cls.dir, "live.pem")
-        cls.key = os.path.join(cls.dir, "live.key")
-        shutil.copy(os.path.join(cls.dir, "server.pem"), cls.cert)
-        shutil.copy(os.path.join(cls.dir, "server.key"), cls.key)
-        cls.tokens = os.path.join(cls.dir, "tokens")
-        write_tokens(cls.tokens, tokens_text(["reader", "writer"]))
+        TlsFixtures("feedd-metrics-tls-", ["reader", "writer"]).give_to(cls)
         args = ["--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
                 "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"]
         if cls.client_ca:
@@ -266,16 +253,7 @@ class WorkerMetricsHttpsTest(FeeddTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="feedd-worker-metrics-tls-")
-        cls.ca = make_ca(cls.dir, "ca")
-        make_cert(cls.dir, "server", "ca", "serverAuth")
-        make_cert(cls.dir, "rotated", "ca", "serverAuth")
-        cls.cert = os.path.join(cls.dir, "live.pem")
-        cls.key = os.path.join(cls.dir, "live.key")
-        shutil.copy(os.path.join(cls.dir, "server.pem"), cls.cert)
-        shutil.copy(os.path.join(cls.dir, "server.key"), cls.key)
-        cls.tokens = os.path.join(cls.dir, "tokens")
-        write_tokens(cls.tokens, tokens_text(["reader", "writer"]))
+        TlsFixtures("feedd-worker-metrics-tls-", ["reader", "writer"]).give_to(cls)
         cls.daemon = FeeddDaemon(extra_args=daemon_settings(), name="feedd-worker-metrics")
         cls.worker = None
         try:

@@ -54,26 +54,40 @@ def make_cert(directory, name, ca, usage):
     return os.path.join(directory, name + ".pem"), os.path.join(directory, name + ".key")
 
 
+class TlsFixtures:
+    """A CA made at test time (ca.pem) with server certificates signed by it
+    (server, rotated), client certificates (client by the CA; stranger by
+    another CA), the live pair a daemon reads (live.pem/.key, a copy of
+    server's, which rotation tests replace) and a tokens file of `token_names`."""
+
+    def __init__(self, prefix, token_names):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.ca = make_ca(self.dir, "ca")
+        make_cert(self.dir, "server", "ca", "serverAuth")
+        make_cert(self.dir, "rotated", "ca", "serverAuth")
+        make_cert(self.dir, "client", "ca", "clientAuth")
+        make_ca(self.dir, "other-ca")
+        make_cert(self.dir, "stranger", "other-ca", "clientAuth")
+        self.cert = os.path.join(self.dir, "live.pem")
+        self.key = os.path.join(self.dir, "live.key")
+        shutil.copy(os.path.join(self.dir, "server.pem"), self.cert)
+        shutil.copy(os.path.join(self.dir, "server.key"), self.key)
+        self.tokens = os.path.join(self.dir, "tokens")
+        write_tokens(self.tokens, tokens_text(token_names))
+
+    def give_to(self, cls):
+        """Sets dir, ca, cert, key and tokens on a test class."""
+        for name in ("dir", "ca", "cert", "key", "tokens"):
+            setattr(cls, name, getattr(self, name))
+
+
 class _TlsBase(FeeddTestCase):
     client_ca = False
     extra_args = ()
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="feedd-tls-")
-        cls.ca = make_ca(cls.dir, "ca")
-        make_cert(cls.dir, "server", "ca", "serverAuth")
-        make_cert(cls.dir, "rotated", "ca", "serverAuth")
-        make_cert(cls.dir, "client", "ca", "clientAuth")
-        make_ca(cls.dir, "other-ca")
-        make_cert(cls.dir, "stranger", "other-ca", "clientAuth")
-        # The daemon reads the live pair, which the rotation test replaces.
-        cls.cert = os.path.join(cls.dir, "live.pem")
-        cls.key = os.path.join(cls.dir, "live.key")
-        shutil.copy(os.path.join(cls.dir, "server.pem"), cls.cert)
-        shutil.copy(os.path.join(cls.dir, "server.key"), cls.key)
-        cls.tokens = os.path.join(cls.dir, "tokens")
-        write_tokens(cls.tokens, tokens_text(["reader", "writer", "admin"]))
+        TlsFixtures("feedd-tls-", ["reader", "writer", "admin"]).give_to(cls)
         args = ["--http.tls_cert_file=" + cls.cert, "--http.tls_key_file=" + cls.key,
                 "--auth.tokens_file=" + cls.tokens]
         if cls.client_ca:
