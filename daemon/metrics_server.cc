@@ -51,7 +51,7 @@ class MetricsServer::Observer : public HttpServerObserver {
 class MetricsServer::Handler : public HttpHandler {
  public:
   explicit Handler(std::shared_ptr<prometheus::Registry> registry) {
-    collectables_.push_back(std::move(registry));
+    collectables_.push_back(registry);
   }
 
   // REQUIRES: before the server starts.

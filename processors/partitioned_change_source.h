@@ -43,6 +43,7 @@ namespace feedd {
 struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 flags the 0 of a defaulted <=>.
   auto operator<=>(const TopicPartition&) const = default;
 };
 
