@@ -104,14 +104,10 @@ HttpServerOptions HttpOptions(const DaemonConfig& config, HttpServerObserver* ob
 // bad certificate or key as a configuration error (exit 2) before anything
 // starts. The message names the options.
 Status CheckTlsFiles(const DaemonConfig& config) {
-  for (auto [options, files] : {std::pair{"http.tls_*", HttpOptions(config, nullptr).tls},
-                                std::pair{"metrics.tls_*", MetricsTls(config)}}) {
-    if (!files) continue;
-    Result<std::shared_ptr<boost::asio::ssl::context>> tls = MakeServerTlsContext(*files);
-    if (!tls.ok())
-      return Status(tls.status().code(), tls.status().message() + " (" + options + ")");
+  if (Status s = CheckTlsFilesLoad(HttpOptions(config, nullptr).tls, "http.tls_*"); !s.ok()) {
+    return s;
   }
-  return Status::Ok();
+  return CheckTlsFilesLoad(MetricsTls(config), "metrics.tls_*");
 }
 
 }  // namespace

@@ -25,6 +25,13 @@ std::optional<TlsServerFiles> MetricsTls(const DaemonConfig& config) {
                         config.metrics_tls_client_ca_file};
 }
 
+Status CheckTlsFilesLoad(const std::optional<TlsServerFiles>& files, const std::string& options) {
+  if (!files) return Status::Ok();
+  Result<std::shared_ptr<boost::asio::ssl::context>> tls = MakeServerTlsContext(*files);
+  if (tls.ok()) return Status::Ok();
+  return Status(tls.status().code(), tls.status().message() + " (" + options + ")");
+}
+
 MetricsCredentials::MetricsCredentials(std::shared_ptr<const TokenSet> tokens)
     : tokens_(std::move(tokens)) {}
 

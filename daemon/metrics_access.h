@@ -35,6 +35,11 @@ Result<std::shared_ptr<const TokenSet>> LoadTokens(const DaemonConfig& config);
 // HTTPS on a metrics port (metrics.tls_*), or nullopt.
 std::optional<TlsServerFiles> MetricsTls(const DaemonConfig& config);
 
+// Loads `files` once (none: OK), so that a bad certificate or key is a
+// configuration error (exit 2) before anything starts; the message names
+// `options` (e.g. "metrics.tls_*").
+Status CheckTlsFilesLoad(const std::optional<TlsServerFiles>& files, const std::string& options);
+
 // The tokens a metrics port's basic authentication accepts.
 class MetricsCredentials {
  public:

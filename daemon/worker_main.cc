@@ -136,12 +136,9 @@ int RunWorker(const DaemonConfig& config) {
     FEEDD_LOG(kError, "worker") << "cannot load auth.tokens_file: " << tokens.status().message();
     return finish(kExitBadConfig);
   }
-  if (std::optional<TlsServerFiles> tls = MetricsTls(config)) {
-    if (auto loaded = MakeServerTlsContext(*tls); !loaded.ok()) {
-      FEEDD_LOG(kError, "worker") << "cannot load the TLS files: " << loaded.status().message()
-                                  << " (metrics.tls_*)";
-      return finish(kExitBadConfig);
-    }
+  if (Status tls = CheckTlsFilesLoad(MetricsTls(config), "metrics.tls_*"); !tls.ok()) {
+    FEEDD_LOG(kError, "worker") << "cannot load the TLS files: " << tls.message();
+    return finish(kExitBadConfig);
   }
   Result<HttpClientSecurity> security = ApiSecurity(config);
   if (!security.ok()) {
