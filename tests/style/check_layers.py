@@ -19,27 +19,23 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["util", "storage", "feed", "processors", "daemon"]
+from source_tree import MODULES as LAYERS, cpp_files, write_tree
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 
 
 def violations(root):
     found = []
     for rank, layer in enumerate(LAYERS):
-        top = os.path.join(root, layer)
-        for dirpath, _, files in os.walk(top):
-            for name in sorted(files):
-                if not name.endswith((".h", ".cc")):
-                    continue
-                path = os.path.join(dirpath, name)
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-                for m in INCLUDE.finditer(text):
-                    target = m.group(1)
-                    if target in LAYERS and LAYERS.index(target) > rank:
-                        line = text.count("\n", 0, m.start()) + 1
-                        found.append("%s:%d: %s includes %s, a higher layer" %
-                                     (os.path.relpath(path, root), line, layer, m.group(0).strip()))
+        for path in cpp_files(root, layer):
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            for m in INCLUDE.finditer(text):
+                target = m.group(1)
+                if target in LAYERS and LAYERS.index(target) > rank:
+                    line = text.count("\n", 0, m.start()) + 1
+                    found.append("%s:%d: %s includes %s, a higher layer" %
+                                 (os.path.relpath(path, root), line, layer, m.group(0).strip()))
     return found
 
 
@@ -50,10 +46,7 @@ def self_test():
             "storage/bad.h": '#pragma once\n#include "daemon/api_router.h"\n',
             "daemon/fine.cc": '#include "processors/x.h"\n#include <vector>\n',
         }
-        for rel, text in files.items():
-            os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
-            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
-                f.write(text)
+        write_tree(root, files)
         found = violations(root)
         expected = ['storage/bad.h:2: storage includes #include "daemon/api_router.h", '
                     'a higher layer']

@@ -21,7 +21,8 @@ import re
 import sys
 import tempfile
 
-MODULES = ["util", "storage", "feed", "processors", "daemon"]
+from source_tree import MODULES, cpp_files, write_tree
+
 NAMES = ["users", "posts", "usernames", "user_posts", "/userId", "/postId", "/username",
          "/userUsername", "/creationDate", "type=user", "type=post"]
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -49,17 +50,13 @@ def code_of(line):
 def violations(root):
     found = []
     for module in MODULES:
-        for dirpath, _, files in os.walk(os.path.join(root, module)):
-            for name in sorted(files):
-                if not name.endswith((".h", ".cc")):
-                    continue
-                path = os.path.join(dirpath, name)
-                with open(path, encoding="utf-8") as f:
-                    for number, line in enumerate(f, 1):
-                        for literal in LITERAL.findall(code_of(line)):
-                            if literal in NAMES:
-                                found.append("%s:%d: \"%s\" names the scenario" %
-                                             (os.path.relpath(path, root), number, literal))
+        for path in cpp_files(root, module):
+            with open(path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    for literal in LITERAL.findall(code_of(line)):
+                        if literal in NAMES:
+                            found.append("%s:%d: \"%s\" names the scenario" %
+                                         (os.path.relpath(path, root), number, literal))
     return found
 
 
@@ -69,10 +66,7 @@ def self_test():
             "storage/bad.cc": 'auto c = Spec{"posts", "/postId"};\n',
             "processors/fine.cc": '// e.g. "users"\nLOG("feed") << "x // \\"users\\"";\n',
         }
-        for rel, text in files.items():
-            os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
-            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
-                f.write(text)
+        write_tree(root, files)
         found = violations(root)
         expected = ['storage/bad.cc:1: "posts" names the scenario',
                     'storage/bad.cc:1: "/postId" names the scenario']
