@@ -16,25 +16,15 @@
 #include "feed/embedded_broker.h"
 #include "storage/prepared_item.h"
 #include "tests/blog_scenario.h"
+#include "tests/metric_samples.h"
 
 namespace feedd {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-// The value of the sample of `name` with exactly `labels`; nullopt when none.
-std::optional<double> Value(const std::vector<MetricFamily>& families, const std::string& name,
-                            MetricType type, const std::vector<ClientMetric::Label>& labels = {}) {
-  for (const auto& family : families) {
-    if (family.name != name || family.type != type) continue;
-    for (const auto& m : family.metric) {
-      if (m.label == labels) return type == MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return std::nullopt;
-}
+using testutil::SampleValue;
 
 TEST(PublisherProbeTest, ReportsThePublishersStatus) {
   char tmpl[] = "/tmp/feedd-publisher-probe-XXXXXX";
@@ -80,22 +70,22 @@ TEST(PublisherProbeTest, ReportsThePublishersStatus) {
   const std::vector<MetricFamily> f = PublisherProbe(publisher->get()).Collect();
   const auto counter = MetricType::Counter;
   const auto gauge = MetricType::Gauge;
-  EXPECT_EQ(Value(f, "feedd_feed_published_lsn", gauge), 5);
-  EXPECT_EQ(Value(f, "feedd_feed_publish_lag_changes", gauge), 0);
-  EXPECT_EQ(Value(f, "feedd_feed_publish_lag_seconds", gauge), s.lag_seconds);
-  EXPECT_GE(Value(f, "feedd_kafka_messages_produced_total", counter).value_or(0), 5);
-  EXPECT_EQ(Value(f, "feedd_kafka_messages_produced_total", counter), s.produced);
-  EXPECT_EQ(Value(f, "feedd_kafka_messages_delivered_total", counter), s.delivered);
-  EXPECT_EQ(Value(f, "feedd_kafka_produce_errors_total", counter, {{"kind", "delivery"}}),
+  EXPECT_EQ(SampleValue(f, "feedd_feed_published_lsn", gauge), 5);
+  EXPECT_EQ(SampleValue(f, "feedd_feed_publish_lag_changes", gauge), 0);
+  EXPECT_EQ(SampleValue(f, "feedd_feed_publish_lag_seconds", gauge), s.lag_seconds);
+  EXPECT_GE(SampleValue(f, "feedd_kafka_messages_produced_total", counter).value_or(0), 5);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_messages_produced_total", counter), s.produced);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_messages_delivered_total", counter), s.delivered);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_produce_errors_total", counter, {{"kind", "delivery"}}),
             s.delivery_errors);
-  EXPECT_EQ(Value(f, "feedd_kafka_produce_errors_total", counter, {{"kind", "fatal"}}),
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_produce_errors_total", counter, {{"kind", "fatal"}}),
             s.fatal_errors);
-  EXPECT_EQ(Value(f, "feedd_kafka_resolved_lsn", gauge), s.resolved_lsn);
-  EXPECT_EQ(Value(f, "feedd_kafka_resolved_markers_total", counter), s.resolved_markers);
-  EXPECT_EQ(Value(f, "feedd_kafka_heartbeats_total", counter), 0);
-  EXPECT_EQ(Value(f, "feedd_kafka_inflight_messages", gauge), s.inflight_messages);
-  EXPECT_EQ(Value(f, "feedd_kafka_broker_up", gauge), s.connected ? 1 : 0);
-  EXPECT_TRUE(Value(f, "feedd_kafka_embedded_relay_refused_total", counter).has_value());
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_resolved_lsn", gauge), s.resolved_lsn);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_resolved_markers_total", counter), s.resolved_markers);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_heartbeats_total", counter), 0);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_inflight_messages", gauge), s.inflight_messages);
+  EXPECT_EQ(SampleValue(f, "feedd_kafka_broker_up", gauge), s.connected ? 1 : 0);
+  EXPECT_TRUE(SampleValue(f, "feedd_kafka_embedded_relay_refused_total", counter).has_value());
 
   publisher->reset();
   (*store)->Close();

@@ -21,6 +21,7 @@
 #include "storage/container_spec.h"
 #include "storage/prepared_item.h"
 #include "tests/blog_scenario.h"
+#include "tests/metric_samples.h"
 
 namespace feedd {
 namespace {
@@ -29,17 +30,7 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-// The value of the sample of `name` with exactly `labels`; nullopt when none.
-std::optional<double> Value(const std::vector<MetricFamily>& families, const std::string& name,
-                            MetricType type, const std::vector<ClientMetric::Label>& labels = {}) {
-  for (const auto& family : families) {
-    if (family.name != name || family.type != type) continue;
-    for (const auto& m : family.metric) {
-      if (m.label == labels) return type == MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return std::nullopt;
-}
+using testutil::SampleValue;
 
 class ProcessorProbeTest : public ::testing::Test {
  protected:
@@ -114,46 +105,47 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
     const ProcessorStatus s = instance->GetStatus();
     const std::vector<ClientMetric::Label> l = {{"processor", s.name}};
     SCOPED_TRACE(s.name);
-    EXPECT_EQ(Value(f, "feedd_processor_applied_lsn", gauge, l), s.applied_lsn);
-    EXPECT_EQ(Value(f, "feedd_processor_lag_changes", gauge, l), s.lag_changes);
-    EXPECT_EQ(Value(f, "feedd_processor_parked_changes", gauge, l), s.parked);
-    EXPECT_EQ(Value(f, "feedd_processor_paused", gauge, l), 0);
-    EXPECT_EQ(Value(f, "feedd_processor_rebuilding", gauge, l), 0);
-    EXPECT_GT(Value(f, "feedd_processor_applies_total", counter,
-                    {{"processor", s.name}, {"outcome", "applied"}})
+    EXPECT_EQ(SampleValue(f, "feedd_processor_applied_lsn", gauge, l), s.applied_lsn);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_lag_changes", gauge, l), s.lag_changes);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_parked_changes", gauge, l), s.parked);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_paused", gauge, l), 0);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_rebuilding", gauge, l), 0);
+    EXPECT_GT(SampleValue(f, "feedd_processor_applies_total", counter,
+                          {{"processor", s.name}, {"outcome", "applied"}})
                   .value_or(0),
               0);
-    EXPECT_EQ(Value(f, "feedd_processor_applies_total", counter,
-                    {{"processor", s.name}, {"outcome", "applied"}}),
+    EXPECT_EQ(SampleValue(f, "feedd_processor_applies_total", counter,
+                          {{"processor", s.name}, {"outcome", "applied"}}),
               s.applied);
-    EXPECT_EQ(Value(f, "feedd_processor_applies_total", counter,
-                    {{"processor", s.name}, {"outcome", "failed"}}),
+    EXPECT_EQ(SampleValue(f, "feedd_processor_applies_total", counter,
+                          {{"processor", s.name}, {"outcome", "failed"}}),
               s.errors);
-    EXPECT_EQ(Value(f, "feedd_processor_applies_total", counter,
-                    {{"processor", s.name}, {"outcome", "parked"}}),
+    EXPECT_EQ(SampleValue(f, "feedd_processor_applies_total", counter,
+                          {{"processor", s.name}, {"outcome", "parked"}}),
               s.parked_total);
-    EXPECT_EQ(Value(f, "feedd_processor_changes_taken_total", counter,
-                    {{"processor", s.name}, {"from", "commit_path"}}),
+    EXPECT_EQ(SampleValue(f, "feedd_processor_changes_taken_total", counter,
+                          {{"processor", s.name}, {"from", "commit_path"}}),
               s.from_commit_path);
-    EXPECT_EQ(Value(f, "feedd_processor_changes_taken_total", counter,
-                    {{"processor", s.name}, {"from", "durable_feed"}}),
+    EXPECT_EQ(SampleValue(f, "feedd_processor_changes_taken_total", counter,
+                          {{"processor", s.name}, {"from", "durable_feed"}}),
               s.from_durable_feed);
-    EXPECT_EQ(Value(f, "feedd_processor_view_writes_total", counter, l), s.view_writes);
-    EXPECT_EQ(Value(f, "feedd_processor_batches_total", counter, l), s.batches);
-    EXPECT_EQ(Value(f, "feedd_processor_rebuilds_total", counter, l), s.rebuilds);
-    EXPECT_EQ(Value(f, "feedd_processor_view_collisions_total", counter, l), s.collisions);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_view_writes_total", counter, l), s.view_writes);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_batches_total", counter, l), s.batches);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_rebuilds_total", counter, l), s.rebuilds);
+    EXPECT_EQ(SampleValue(f, "feedd_processor_view_collisions_total", counter, l), s.collisions);
   }
-  EXPECT_EQ(Value(f, "feedd_admin_tasks_running", gauge), 0);
+  EXPECT_EQ(SampleValue(f, "feedd_admin_tasks_running", gauge), 0);
   for (const char* reason : {"in_progress", "too_many"}) {
-    EXPECT_EQ(Value(f, "feedd_admin_tasks_refused_total", counter, {{"reason", reason}}), 0)
+    EXPECT_EQ(SampleValue(f, "feedd_admin_tasks_refused_total", counter, {{"reason", reason}}), 0)
         << reason;
   }
-  EXPECT_EQ(Value(f, "feedd_jobs_running", gauge), 0);
+  EXPECT_EQ(SampleValue(f, "feedd_jobs_running", gauge), 0);
   // Every type and final state from 0, before the first job.
   for (const char* type : {"rebuild", "verify"}) {
     for (const char* state : {"cancelled", "failed", "succeeded"}) {
-      EXPECT_EQ(Value(f, "feedd_jobs_finished_total", counter, {{"type", type}, {"state", state}}),
-                0)
+      EXPECT_EQ(
+          SampleValue(f, "feedd_jobs_finished_total", counter, {{"type", type}, {"state", state}}),
+          0)
           << type << " " << state;
     }
   }
