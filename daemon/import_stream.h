@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "daemon/http_handler.h"
+#include "daemon/import_params.h"
 #include "daemon/ndjson_lines.h"
 #include "storage/document_store.h"
 
@@ -57,19 +58,6 @@ class io_context;
 }  // namespace boost::asio
 
 namespace feedd {
-
-enum class ImportIfExists { kSkip, kReplace, kFail };
-
-// The request's parameters (its query string).
-struct ImportParams {
-  ImportIfExists if_exists = ImportIfExists::kSkip;
-  bool stop_on_error = false;
-  bool as_job = false;  // job=true: spool the body, answer 202 with an import job
-};
-
-// Parses "ifExists=skip|replace|fail&onError=continue|stop&job=true|false";
-// anything else is invalid_request.
-Result<ImportParams> ParseImportParams(std::string_view query);
 
 // The daemon's import.* options.
 struct ImportLimits {
