@@ -149,7 +149,8 @@ void LogStarting(const DaemonConfig& config) {
                            << (config.config_file.empty() ? "" : ", config ") << config.config_file;
   if (config.default_scenario) {
     FEEDD_LOG(kInfo, "main") << "no container or processor declared: the default scenario of "
-                                "the built-in configs/feedd.conf";
+                                "the built-in configs/feedd.conf, with any processor.* "
+                                "tuning keys over it";
   }
 }
 

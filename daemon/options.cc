@@ -852,15 +852,32 @@ std::vector<DynamicKey> MergeDynamic(std::vector<DynamicKey> file_keys,
   return merged;
 }
 
-// The scenario rule (options.h): with no container.* or processor.* key
-// declared, those of the built-in configs/feedd.conf.
+// True when `key` is processor.<name>.<setting> for a processor of the
+// built-in scenario (`defaults`) and a setting other than its kind: it tunes
+// that processor (parallelism, say) and declares nothing new.
+bool TunesBuiltInProcessor(const DynamicKey& key, const std::vector<DynamicKey>& defaults) {
+  constexpr std::string_view kPrefix = "processor.";
+  if (!key.name.starts_with(kPrefix)) return false;
+  const size_t dot = key.name.find('.', kPrefix.size());
+  if (dot == std::string::npos || key.name.substr(dot + 1) == "kind") return false;
+  const std::string_view instance = std::string_view(key.name).substr(0, dot + 1);
+  return std::any_of(defaults.begin(), defaults.end(),
+                     [&](const DynamicKey& d) { return d.name.starts_with(instance); });
+}
+
+// The scenario rule (options.h): when no container.* or processor.* key is
+// declared, or each declared one only tunes a built-in processor, those of
+// the built-in configs/feedd.conf, with the tuning keys over them.
 Status AddDefaultScenario(const po::options_description& config_desc,
                           std::vector<DynamicKey>* dynamic, DaemonConfig* config) {
-  config->default_scenario = std::none_of(dynamic->begin(), dynamic->end(), IsScenarioKey);
-  if (!config->default_scenario) return Status::Ok();
   Result<std::vector<DynamicKey>> defaults = DefaultScenarioKeys(config_desc);
   if (!defaults.ok()) return defaults.status();
-  dynamic->insert(dynamic->end(), defaults->begin(), defaults->end());
+  config->default_scenario =
+      std::all_of(dynamic->begin(), dynamic->end(), [&](const DynamicKey& key) {
+        return !IsScenarioKey(key) || TunesBuiltInProcessor(key, *defaults);
+      });
+  if (!config->default_scenario) return Status::Ok();
+  *dynamic = MergeDynamic(std::move(*defaults), std::move(*dynamic));
   return Status::Ok();
 }
 

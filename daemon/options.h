@@ -20,8 +20,11 @@
 // command line together have any container.* or processor.* key, the
 // containers are exactly the declared ones and the processors exactly the
 // declared ones. When they have none, both are those of the built-in
-// configs/feedd.conf (daemon/default_config.h). Neither storage/ nor
-// processors/ knows a scenario (docs/configuration.md).
+// configs/feedd.conf (daemon/default_config.h). Keys that only tune a built-in
+// processor (processor.<built-in name>.<key other than kind>, e.g.
+// processor.feed.parallelism) declare nothing: the built-in scenario runs with
+// them over its own. Neither storage/ nor processors/ knows a scenario
+// (docs/configuration.md).
 //
 // Thread-safety: LoadConfig() is a pure function of its arguments (it reads
 // only the named config file). DaemonConfig is a plain value.
@@ -92,8 +95,9 @@ struct DaemonConfig {
   // processor.<rest> keys, keyed by <rest> (e.g. "user_posts.kind"): the
   // declared ones, or the default scenario's.
   std::map<std::string, std::string> processor_settings;
-  // true when no container or processor is declared, so that the
-  // containers and processors are those of the built-in configs/feedd.conf.
+  // true when no container or processor is declared (keys that tune a
+  // built-in processor aside), so that the containers and processors are
+  // those of the built-in configs/feedd.conf.
   bool default_scenario = false;
   // processors.enabled: run the processors of processor_settings.
   bool processors_enabled = true;

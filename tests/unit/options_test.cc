@@ -512,6 +512,34 @@ TEST_F(OptionsTest, OneContainerOnTheCommandLineIsTheWholeScenario) {
   EXPECT_TRUE(config.processor_settings.empty());
 }
 
+TEST_F(OptionsTest, TuningABuiltInProcessorKeepsTheBlogScenario) {
+  // Keys of built-in processors other than kind tune them: the blog runs,
+  // with those keys over its own, from the command line or the file.
+  args_ = {"--processor.feed.parallelism=1", "--processor.usernames.max_attempts=9"};
+  UseConfigFile("[processor.user_posts]\ntruncate_chars = 20\n");
+  DaemonConfig config = LoadOk();
+  EXPECT_TRUE(config.default_scenario);
+  ExpectContainersEqual(config.store.containers, BlogContainers());
+  std::map<std::string, std::string> want = BlogProcessorSettings();
+  want["feed.parallelism"] = "1";
+  want["usernames.max_attempts"] = "9";
+  want["user_posts.truncate_chars"] = "20";
+  EXPECT_EQ(config.processor_settings, want);
+  EXPECT_TRUE(
+      ProcessorManager::Validate(config.processor_settings, config.store.containers, true).ok());
+}
+
+TEST_F(OptionsTest, AKindOrANewProcessorDeclaresTheScenario) {
+  for (const char* key : {"--processor.feed.kind=top_n", "--processor.copies.parallelism=1",
+                          "--processor.feedx.parallelism=1"}) {
+    args_ = {"--processor.feed.parallelism=1", key};
+    DaemonConfig config = LoadOk();
+    EXPECT_FALSE(config.default_scenario) << key;
+    EXPECT_TRUE(config.store.containers.empty()) << key;
+    EXPECT_EQ(config.processor_settings.count("usernames.kind"), 0u) << key;
+  }
+}
+
 TEST_F(OptionsTest, HelpAndVersionHoldTheBlogScenario) {
   args_ = {"--version", "--container.notes.partition_key=/g"};
   DaemonConfig config = LoadOk();
