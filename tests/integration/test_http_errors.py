@@ -667,13 +667,18 @@ class TransferEncodingTest(_ErrorsBase):
         self.assertNothingWritten(("posts", pk, new_id), what="Content-Length with Transfer-Encoding")
 
     def test_plain_chunked_still_works(self):
-        pk, item_id = uid("p"), uid("i")
-        item = json.dumps({"id": item_id, "postId": pk}).encode()
-        data = self.send_raw(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
-                             b"Content-Type: application/json\r\nTransfer-Encoding: Chunked\r\n"
-                             b"Connection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(item), item))
-        self.assertTrue(data.startswith(b"HTTP/1.1 201"), "got %r" % data[:300])
-        self.assertStatus(self.c.read("posts", pk, item_id), 200)
+        # Any case, and with empty list elements, which RFC 9110 5.6.1 says
+        # a recipient ignores.
+        for te in (b"Chunked", b", chunked", b"chunked ,"):
+            with self.subTest(te=te):
+                pk, item_id = uid("p"), uid("i")
+                item = json.dumps({"id": item_id, "postId": pk}).encode()
+                data = self.send_raw(b"POST /v1/containers/posts/items HTTP/1.1\r\nHost: x\r\n"
+                                     b"Content-Type: application/json\r\nTransfer-Encoding: " + te +
+                                     b"\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                                     % (len(item), item))
+                self.assertTrue(data.startswith(b"HTTP/1.1 201"), "got %r" % data[:300])
+                self.assertStatus(self.c.read("posts", pk, item_id), 200)
 
 
 class ConnectionLimitTest(_ErrorsBase):
