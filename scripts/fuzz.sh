@@ -25,4 +25,13 @@ if [ -n "$target" ]; then
   exec ctest --test-dir "$build_dir" -V -R "^fuzz_${target}\$"
 fi
 cmake --build "$build_dir" -j "$(nproc)" --target fuzz_targets >&2
-exec ctest --test-dir "$build_dir" --output-on-failure -j 2 -L fuzz
+status=0
+ctest --test-dir "$build_dir" --output-on-failure -j 2 -L fuzz || status=$?
+if [ "$status" -ne 0 ]; then
+  # What was found, last, where a log's tail shows it: the broken invariant
+  # or sanitizer report, and the input (also saved under work/<target>/).
+  echo "fuzz findings:"
+  grep -h -E 'invariant broken|==ERROR|^SUMMARY:|Test unit written|^Base64:' \
+    "$build_dir/Testing/Temporary/LastTest.log" || true
+fi
+exit "$status"
