@@ -400,9 +400,7 @@ class CommitPipeline::GroupBuilder {
     batch_.PopSavePoint();
     for (const auto& [container, op, pk] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
-      if (written_.empty() || written_.back().first != container || written_.back().second != *pk) {
-        written_.emplace_back(container, *pk);
-      }
+      written_.emplace_back(container, *pk);
     }
     return result;
   }
@@ -410,8 +408,9 @@ class CommitPipeline::GroupBuilder {
   rocksdb::WriteBatch* batch() { return &batch_; }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
-  // (container index, partition key) of every partition the added requests
-  // changed (consecutive repeats left out).
+  // (container index, partition key) of each change of the added requests:
+  // a partition changed n times is listed n times (QueryCache generations
+  // count changes).
   const std::vector<std::pair<size_t, std::string>>& written() const { return written_; }
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.

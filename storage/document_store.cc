@@ -92,6 +92,13 @@ class RocksDocumentStore final : public DocumentStore {
     return result;
   }
 
+  std::optional<uint64_t> PartitionGeneration(std::string_view container,
+                                              std::string_view partition_key) const override {
+    const ContainerHandle* c = db_->Find(container);
+    if (c == nullptr) return std::nullopt;
+    return cache_.Generation(c->index, partition_key);
+  }
+
   void Submit(WriteRequest request, WriteCallback done) override {
     pipeline_.Submit(std::move(request), std::move(done));
   }

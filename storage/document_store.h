@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -117,6 +118,15 @@ class DocumentStore {
   // reports the cost so far).
   virtual Result<QueryResult> Query(std::string_view container, const QuerySpec& spec,
                                     QueryCost* spent = nullptr) const = 0;
+  // A counter of the logical partition that grows by one with each change
+  // made to it, from the moment the change is visible to reads and before
+  // it is acknowledged (storage/query_cache.h: partitions may share a
+  // counter, so it can also grow by others' changes, never by fewer).
+  // nullopt when the store does not keep one (or the container is unknown).
+  virtual std::optional<uint64_t> PartitionGeneration(std::string_view /*container*/,
+                                                      std::string_view /*partition_key*/) const {
+    return std::nullopt;
+  }
   // Queues `request`; `done` runs exactly once with the outcome.
   virtual void Submit(WriteRequest request, WriteCallback done) = 0;
   // Submit() and wait.

@@ -4,9 +4,11 @@
 // than they change (docs/architecture.md, "Query cache").
 //
 // Invalidation is by generation: every (container, partition key) hashes to
-// one of 65,536 counters. The commit thread bumps the counter of every
-// partition a group wrote after RocksDB made the group visible and before
-// the writes are acknowledged; a query reads the counter before it takes its
+// one of 65,536 counters. The commit thread adds one to the counter of a
+// partition for each change a group made to it, after RocksDB made the group
+// visible and before the writes are acknowledged (so a writer that knows how
+// many changes it made can tell whether anyone else wrote too:
+// DocumentStore::PartitionGeneration); a query reads the counter before it takes its
 // snapshot, and its answer is kept with that value. An answer is served only
 // while its counter is unchanged, so it is never older than a write that was
 // acknowledged before the query started (partitions sharing a counter only
@@ -42,7 +44,8 @@ class QueryCache {
 
   // Read before the query's snapshot is taken.
   uint64_t Generation(size_t container_index, std::string_view partition_key) const;
-  // After a write to the partition is visible, before it is acknowledged.
+  // After a change to the partition is visible, before it is acknowledged:
+  // once per change.
   void Invalidate(size_t container_index, std::string_view partition_key);
 
   // The kept answer of `key`, or nullptr when there is none or it is stale.

@@ -2336,6 +2336,34 @@ TEST_F(StoreTest, WithTheQueryCacheOffNothingIsCached) {
   EXPECT_EQ(store_->Stats().query_cache_hits, 0u);
 }
 
+// A writer that knows how many changes it made can tell from the partition
+// generation whether anyone else changed the partition: it grows by one per
+// change, batches included, and not for an op that changes nothing.
+TEST_F(StoreTest, APartitionGenerationCountsTheChangesToThePartition) {
+  auto generation = [&](std::string_view pk) {
+    std::optional<uint64_t> g = store_->PartitionGeneration("posts", pk);
+    EXPECT_TRUE(g.has_value());
+    return g.value_or(0);
+  };
+  EXPECT_FALSE(store_->PartitionGeneration("nope", "p1").has_value());
+  const uint64_t p1 = generation("p1");
+  std::vector<WriteOp> ops;
+  for (const char* body : {R"({"id":"a","postId":"p1"})", R"({"id":"b","postId":"p1"})",
+                           R"({"id":"c","postId":"p1"})"}) {
+    ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", body)));
+  }
+  ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
+  EXPECT_EQ(generation("p1"), p1 + 3);
+  ASSERT_TRUE(IsOk(Delete("posts", "p1", "b").status));
+  EXPECT_EQ(generation("p1"), p1 + 4);
+  Delete("posts", "p1", "never-written");  // not found: no change
+  EXPECT_EQ(generation("p1"), p1 + 4);
+  // Another partition's changes move another counter (these two do not
+  // share one).
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"a","postId":"p2"})").status));
+  EXPECT_EQ(generation("p1"), p1 + 4);
+}
+
 // Whatever the interleaving, a query started after a write was acknowledged
 // sees it: a kept answer is never older than an acknowledged write.
 TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
