@@ -13,6 +13,7 @@
 #include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
+#include "processors/view_query_memo.h"
 #include "util/clock.h"
 #include "util/logging.h"
 #include "util/lsn_watchers.h"
@@ -37,7 +38,10 @@ class ProcessorInstance::Impl {
         config_(std::move(config)),
         kind_(std::move(kind)),
         source_(std::move(source)),
-        consumer_name_(ConsumerName(config_.name)) {
+        consumer_name_(ConsumerName(config_.name)),
+        memo_([store](const std::string& container, const std::string& partition_key) {
+          return store->PartitionGeneration(container, partition_key);
+        }) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
@@ -145,6 +149,8 @@ class ProcessorInstance::Impl {
     s.from_commit_path = counts.in_process;
     s.from_durable_feed = counts.from_feed;
     s.collisions = collisions_.load();
+    s.view_query_memo_hits = memo_.hits();
+    s.view_query_memo_misses = memo_.misses();
     return s;
   }
 
@@ -450,14 +456,13 @@ class ProcessorInstance::Impl {
   }
 
   // ---- applying ----
-  // Applies `changes` in order and commits their effects together. Several
-  // changes go through a StagedReadsViewContext, so each sees the writes of
-  // those before it (ProcessorKind::MaxBatch()).
+  // Applies `changes` in order and commits their effects together. They go
+  // through a StagedReadsViewContext, so each sees the writes of those before
+  // it (ProcessorKind::MaxBatch()), and a view partition read by one batch
+  // is carried to the next one in memo_ instead of being read again.
   Status Apply(std::span<const Change> changes) {
     StoreViewContext ctx(store_, consumer_name_, [this] { return Position(); });
-    std::optional<StagedReadsViewContext> staged;
-    if (changes.size() > 1) staged.emplace(&ctx);
-    ViewContext& view = staged ? static_cast<ViewContext&>(*staged) : ctx;
+    StagedReadsViewContext view(&ctx, &memo_);
     std::vector<bool> wrote;
     wrote.reserve(changes.size());
     for (const Change& change : changes) {
@@ -466,6 +471,7 @@ class ProcessorInstance::Impl {
       wrote.push_back(ctx.writes_made() != before);
     }
     if (Status s = ctx.Commit(); !s.ok()) return CountCollision(changes, s);
+    view.Committed();
     for (const std::string& collision : view.collisions()) {
       ++collisions_;
       FEEDD_LOG(kWarning, "processor") << config_.name << ": " << collision;
@@ -595,6 +601,7 @@ class ProcessorInstance::Impl {
   StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0};
   std::atomic<uint64_t> collisions_{0};
+  ViewQueryMemo memo_;  // view partitions read by Apply(), between batches
 };
 
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {

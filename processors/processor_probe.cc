@@ -72,6 +72,15 @@ void CollectInstance(const ProcessorStatus& s, Families& f) {
             static_cast<double>(s.batches), l);
   f.Counter("feedd_processor_rebuilds_total", "Rebuilds finished", static_cast<double>(s.rebuilds),
             l);
+  const char* help_memo =
+      "Single-partition view queries answered from the memo kept between batches, or read "
+      "from the store";
+  f.Counter("feedd_processor_view_query_memo_requests_total", help_memo,
+            static_cast<double>(s.view_query_memo_hits),
+            {{"processor", s.name}, {"outcome", "hit"}});
+  f.Counter("feedd_processor_view_query_memo_requests_total", help_memo,
+            static_cast<double>(s.view_query_memo_misses),
+            {{"processor", s.name}, {"outcome", "miss"}});
   f.Counter("feedd_processor_view_collisions_total",
             "Copies refused because their target item is not derived from the same source",
             static_cast<double>(s.collisions), l);

@@ -20,69 +20,142 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
   return inner_->Read(container, partition_key, id);
 }
 
+namespace {
+
+// The order of the query engine: by the spec's order_by value, then by
+// partition key and id (storage/query_semantics.h).
+int CompareRows(const QuerySpec& spec, const boost::json::object& a, std::string_view a_key,
+                const boost::json::object& b, std::string_view b_key) {
+  const JsonPointer* order_by = spec.order_by ? &*spec.order_by : nullptr;
+  return CompareQueryRows(order_by ? order_by->Find(a) : nullptr, a_key,
+                          order_by ? order_by->Find(b) : nullptr, b_key, spec.descending);
+}
+
+}  // namespace
+
 Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container,
                                                     const QuerySpec& spec) {
   auto first = staged_.lower_bound(Key{container, "", ""});
-  if (first == staged_.end() || std::get<0>(first->first) != container) {
+  const bool memoized = memo_ != nullptr && spec.partition_key.has_value();
+  if ((!memoized && (first == staged_.end() || std::get<0>(first->first) != container)) ||
+      inner_->Container(container) == nullptr) {
     return inner_->Query(container, spec);
   }
-  const ContainerSpec* c = inner_->Container(container);
-  if (c == nullptr) return inner_->Query(container, spec);
-  auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
-  if (!pk_pointer.ok()) return pk_pointer.status();
-
-  struct Row {
-    std::string key;  // QueryRowKey()
-    boost::json::object item;
-  };
-  std::vector<Row> rows;
-  auto stored = InnerItems(container, spec);
-  if (!stored.ok()) return stored.status();
-  for (const auto& item : **stored) {
-    std::optional<std::string> pk = views::StringAt(item, *pk_pointer);
-    const boost::json::value* id = item.if_contains("id");
-    if (!pk || id == nullptr || !id->is_string()) continue;
-    std::string id_text(id->get_string());
-    if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
-    rows.push_back({QueryRowKey(*pk, id_text), item});
-  }
-  for (auto it = first; it != staged_.end() && std::get<0>(it->first) == container; ++it) {
-    const auto& [c_name, pk, id] = it->first;
-    if (!it->second) continue;  // deleted
-    if (spec.partition_key && *spec.partition_key != pk) continue;
-    if (!MatchesFilters(*it->second, spec.filters)) continue;
-    rows.push_back({QueryRowKey(pk, id), *it->second});
-  }
-  std::sort(rows.begin(), rows.end(), [&spec](const Row& a, const Row& b) {
-    const JsonPointer* order_by = spec.order_by ? &*spec.order_by : nullptr;
-    return CompareQueryRows(order_by ? order_by->Find(a.item) : nullptr, a.key,
-                            order_by ? order_by->Find(b.item) : nullptr, b.key,
-                            spec.descending) < 0;
-  });
+  auto state = Answer(container, spec);
+  if (!state.ok()) return state.status();
   ViewQueryPage page;
-  page.items.reserve(rows.size());
-  for (auto& row : rows) page.items.push_back(std::move(row.item));
+  page.items = (*state)->items;
   return page;
 }
 
-Result<const std::vector<boost::json::object>*> StagedReadsViewContext::InnerItems(
+Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
     const std::string& container, const QuerySpec& spec) {
   // Every page is read, so the limit and continuation asked for do not matter.
   QuerySpec whole = spec;
   whole.limit = kMaxQueryLimit;
   whole.continuation.clear();
   std::string text = container + ":" + CanonicalQueryText(whole);
-  auto it = inner_results_.find(text);
-  if (it == inner_results_.end()) {
+  if (auto it = queries_.find(text); it != queries_.end()) return &it->second;
+
+  const ContainerSpec* c = inner_->Container(container);  // Query() checked it
+  auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
+  if (!pk_pointer.ok()) return pk_pointer.status();
+  QueryState state{container, whole, *pk_pointer, std::nullopt, {}, {}};
+  ViewQueryMemo::Items stored;
+  if (memo_ != nullptr && spec.partition_key) {
+    // Read before the inner query's snapshot: a change in between makes the
+    // generation look older than the answer, which only costs a miss.
+    state.generation = memo_->Generation(container, *spec.partition_key);
+    if (state.generation) stored = memo_->Find(text, *state.generation);
+  }
+  if (stored == nullptr) {
     auto items = QueryAll(*inner_, container, spec);
     if (!items.ok()) return items.status();
-    it = inner_results_.emplace(std::move(text), std::move(*items)).first;
+    stored = std::make_shared<const std::vector<boost::json::object>>(std::move(*items));
   }
-  return &it->second;
+  // The stored answer, with what is staged here in place of what it replaced.
+  struct Row {
+    std::string key;  // QueryRowKey()
+    const boost::json::object* item;
+  };
+  std::vector<Row> rows;
+  rows.reserve(stored->size());
+  for (const auto& item : *stored) {
+    std::optional<std::string> pk = views::StringAt(item, state.pk_pointer);
+    const boost::json::value* id = item.if_contains("id");
+    if (!pk || id == nullptr || !id->is_string()) continue;
+    std::string id_text(id->get_string());
+    if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
+    rows.push_back({QueryRowKey(*pk, id_text), &item});
+  }
+  for (auto it = staged_.lower_bound(Key{container, "", ""});
+       it != staged_.end() && std::get<0>(it->first) == container; ++it) {
+    const auto& [c_name, pk, id] = it->first;
+    if (it->second && Selects(state, pk, *it->second)) {
+      rows.push_back({QueryRowKey(pk, id), &*it->second});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    return CompareRows(whole, *a.item, a.key, *b.item, b.key) < 0;
+  });
+  state.keys.reserve(rows.size());
+  state.items.reserve(rows.size());
+  for (Row& row : rows) {
+    state.keys.push_back(std::move(row.key));
+    state.items.push_back(*row.item);
+  }
+  return &queries_.emplace(std::move(text), std::move(state)).first->second;
+}
+
+bool StagedReadsViewContext::Selects(const QueryState& state, const std::string& partition_key,
+                                     const boost::json::object& item) {
+  if (state.spec.partition_key && *state.spec.partition_key != partition_key) return false;
+  return MatchesFilters(item, state.spec.filters);
+}
+
+void StagedReadsViewContext::Staged(const std::string& container, const std::string& partition_key,
+                                    const std::string& id) {
+  ++changes_[{container, partition_key}];
+  const std::optional<boost::json::object>& version = staged_.at(Key{container, partition_key, id});
+  const std::string key = QueryRowKey(partition_key, id);
+  for (auto& [text, state] : queries_) {
+    if (state.container != container) continue;
+    auto at = std::find(state.keys.begin(), state.keys.end(), key);
+    if (at != state.keys.end()) {
+      state.items.erase(state.items.begin() + (at - state.keys.begin()));
+      state.keys.erase(at);
+    }
+    if (!version || !Selects(state, partition_key, *version)) continue;
+    size_t place = 0;
+    while (place < state.items.size() &&
+           CompareRows(state.spec, state.items[place], state.keys[place], *version, key) <= 0) {
+      ++place;
+    }
+    state.keys.insert(state.keys.begin() + place, key);
+    state.items.insert(state.items.begin() + place, *version);
+  }
+}
+
+void StagedReadsViewContext::Committed() {
+  if (memo_ == nullptr) return;
+  for (auto& [text, state] : queries_) {
+    if (!state.generation) continue;
+    const std::string& pk = *state.spec.partition_key;
+    auto changed = changes_.find({state.container, pk});
+    const uint64_t expected = *state.generation + (changed == changes_.end() ? 0 : changed->second);
+    if (memo_->Generation(state.container, pk) != expected) {
+      memo_->Erase(text);  // someone else changed it too, or a change was a no-op
+      continue;
+    }
+    memo_->Keep(text, expected,
+                std::make_shared<const std::vector<boost::json::object>>(std::move(state.items)));
+  }
+  queries_.clear();
 }
 
 Status StagedReadsViewContext::Flush() {
-  inner_results_.clear();
+  queries_.clear();
+  changes_.clear();
   return inner_->Flush();
 }
 
@@ -99,9 +172,10 @@ Status StagedReadsViewContext::Upsert(const std::string& container, boost::json:
   if (!pk || id == nullptr || !id->is_string()) {
     return Status(ErrorCode::kInternal, "staged item without partition key or id");
   }
-  Key key{container, std::move(*pk), std::string(id->get_string())};
+  std::string id_text(id->get_string());
   StripStoreProperties(staged);
-  staged_[std::move(key)] = std::move(staged);
+  staged_[Key{container, *pk, id_text}] = std::move(staged);
+  Staged(container, *pk, id_text);
   return Status::Ok();
 }
 
@@ -129,6 +203,7 @@ Status StagedReadsViewContext::SetField(const std::string& container,
     return Flush();
   }
   staged_[Key{container, partition_key, id}] = std::move(item.as_object());
+  Staged(container, partition_key, id);
   return Status::Ok();
 }
 
@@ -136,6 +211,7 @@ Status StagedReadsViewContext::Delete(const std::string& container,
                                       const std::string& partition_key, const std::string& id) {
   if (Status s = inner_->Delete(container, partition_key, id); !s.ok()) return s;
   staged_[Key{container, partition_key, id}] = std::nullopt;
+  Staged(container, partition_key, id);
   return Status::Ok();
 }
 

@@ -14,27 +14,38 @@
 //     as the query engine does, and returns it as ONE page without a
 //     continuation (callers use QueryAll() or ask for a whole small view).
 //     Queries of other containers go to the inner context unchanged.
-//     The inner results of a container with staged writes are kept until
-//     Flush(): the inner state does not change under a batch, so a run of
-//     changes reads a view once, not once per change.
+//     The answer is kept until Flush(), and each later write moves the item
+//     in, within or out of it: the inner state does not change under a
+//     batch, so a run of changes reads a view once, not once per change.
 //   - SetField() applies the field to the staged or current version.
 //
+// With a ViewQueryMemo, every single-partition query takes that path, and
+// its inner result comes from the memo when the memo holds the partition's
+// current generation. After the inner context committed the batch, Committed()
+// keeps each such result, with the batch's writes applied, as the
+// partition's new state - when the partition's generation grew by exactly
+// the changes this context made to it, i.e. nobody else changed it since it
+// was read.
+//
 // Thread-safety: one instance per batch, used by one thread.
-// Ownership: borrows the inner context.
+// Ownership: borrows the inner context and the memo.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "processors/view_context.h"
+#include "processors/view_query_memo.h"
 
 namespace feedd {
 
 class StagedReadsViewContext : public ViewContext {
  public:
-  explicit StagedReadsViewContext(ViewContext* inner) : inner_(inner) {}
+  explicit StagedReadsViewContext(ViewContext* inner, ViewQueryMemo* memo = nullptr)
+      : inner_(inner), memo_(memo) {}
 
   const ContainerSpec* Container(const std::string& name) const override;
   Result<std::optional<boost::json::object>> Read(const std::string& container,
@@ -49,18 +60,42 @@ class StagedReadsViewContext : public ViewContext {
                 const std::string& id) override;
   Status Flush() override;
 
+  // After the inner context committed everything staged: hands the memo
+  // what this batch read and wrote (see above). Ends the use of the context.
+  void Committed();
+
  private:
   // (container, partition key, id) -> the staged version; nullopt: deleted.
   using Key = std::tuple<std::string, std::string, std::string>;
 
-  // The inner context's items for a query of a container with staged
-  // writes (every page), by container and query.
-  Result<const std::vector<boost::json::object>*> InnerItems(const std::string& container,
-                                                             const QuerySpec& spec);
+  // The answer to one query in this batch: the inner context's (every page)
+  // with the writes staged here applied, kept in order as they are staged.
+  struct QueryState {
+    std::string container;
+    QuerySpec spec;  // the whole answer: no limit, no continuation
+    JsonPointer pk_pointer;
+    std::optional<uint64_t> generation;  // of the partition when the inner answer was read
+    std::vector<std::string> keys;       // QueryRowKey() of each item
+    std::vector<boost::json::object> items;
+  };
+
+  // The state of the query, read (from the memo or the inner context) on
+  // first use.
+  Result<QueryState*> Answer(const std::string& container, const QuerySpec& spec);
+  // True when the query selects `item` of `partition_key`.
+  static bool Selects(const QueryState& state, const std::string& partition_key,
+                      const boost::json::object& item);
+  // After staged_ took a new version of an item (nullopt: deleted): counts
+  // the change and moves the item in, within or out of each query's answer.
+  void Staged(const std::string& container, const std::string& partition_key,
+              const std::string& id);
 
   ViewContext* const inner_;
+  ViewQueryMemo* const memo_;
   std::map<Key, std::optional<boost::json::object>> staged_;
-  std::map<std::string, std::vector<boost::json::object>> inner_results_;
+  std::map<std::string, QueryState> queries_;  // by container and query
+  // Changes made here since the last Flush(), by (container, partition key).
+  std::map<std::pair<std::string, std::string>, uint64_t> changes_;
 };
 
 }  // namespace feedd

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_view_context.h"
+#include "processors/view_query_memo.h"
 
 namespace feedd {
 namespace {
@@ -172,6 +173,140 @@ TEST_F(StagedReadsTest, AWriteTheInnerContextRefusesIsNotStaged) {
   auto f1 = staged_.Read("feed", "post", "f1");
   ASSERT_TRUE(f1.ok());
   EXPECT_TRUE(*f1);
+}
+
+// With a ViewQueryMemo: batches of one processor, each a StagedReadsViewContext
+// over the same inner context. `generation_` plays the store's partition
+// generation (DocumentStore::PartitionGeneration): a commit adds one per
+// change, as the store does.
+class MemoTest : public StagedReadsTest {
+ protected:
+  std::vector<std::string> QueryIn(StagedReadsViewContext& batch, const QuerySpec& q) {
+    auto all = QueryAll(batch, "feed", q);
+    EXPECT_TRUE(all.ok()) << all.status().ToString();
+    return all.ok() ? Ids(*all) : std::vector<std::string>{};
+  }
+  // Commits what `batch` staged, `changes` of them in partition "post".
+  void Commit(StagedReadsViewContext& batch, uint64_t changes) {
+    ASSERT_TRUE(inner_.Commit().ok());
+    generation_ += changes;
+    batch.Committed();
+  }
+  std::vector<std::string> Stored() {
+    auto all = QueryAll(inner_, "feed", Ranked("post"));
+    EXPECT_TRUE(all.ok());
+    return all.ok() ? Ids(*all) : std::vector<std::string>{};
+  }
+
+  uint64_t generation_ = 7;
+  ViewQueryMemo memo_{[this](const std::string&, const std::string& pk) -> std::optional<uint64_t> {
+    if (pk != "post") return std::nullopt;  // a store that keeps no counter for it
+    return generation_;
+  }};
+};
+
+TEST_F(MemoTest, ACommittedBatchCarriesThePartitionToTheNextOne) {
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 5u);
+    ASSERT_TRUE(batch.Upsert("feed", FeedItem("n1", 45)).ok());
+    ASSERT_TRUE(batch.Upsert("feed", FeedItem("f1", 60)).ok());
+    ASSERT_TRUE(batch.Delete("feed", "post", "f3").ok());
+    Commit(batch, 3);
+  }
+  StagedReadsViewContext next(&inner_, &memo_);
+  const size_t reads = inner_.reads();
+  EXPECT_EQ(QueryIn(next, Ranked("post")), Stored());
+  EXPECT_EQ(inner_.reads() - reads, 1u) << "only Stored() read the inner context";
+  EXPECT_EQ(memo_.hits(), 1u);
+  // The kept items are the committed ones (store fields aside).
+  auto kept = QueryAll(next, "feed", Ranked("post"));
+  auto stored = QueryAll(inner_, "feed", Ranked("post"));
+  ASSERT_TRUE(kept.ok() && stored.ok());
+  ASSERT_EQ(kept->size(), stored->size());
+  for (size_t i = 0; i < kept->size(); ++i) {
+    EXPECT_EQ(WithoutStoreFields((*kept)[i]), WithoutStoreFields((*stored)[i]));
+  }
+}
+
+TEST_F(MemoTest, AChangeByAnyoneElseMakesTheNextBatchReadTheStore) {
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 5u);
+    ASSERT_TRUE(batch.Upsert("feed", FeedItem("n1", 45)).ok());
+    // Another writer's change to the partition lands in between.
+    inner_.Poke("feed", FeedItem("x1", 99));
+    Commit(batch, 1 + 1);
+  }
+  StagedReadsViewContext next(&inner_, &memo_);
+  EXPECT_EQ(QueryIn(next, Ranked("post")),
+            (std::vector<std::string>{"x1", "f5", "n1", "f4", "f3", "f2", "f1"}));
+  EXPECT_EQ(memo_.hits(), 0u);
+  // A change that turned out to be a no-op (the store counted none) is
+  // indistinguishable from it: a miss too, never a stale answer.
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    ASSERT_TRUE(batch.Delete("feed", "post", "never-there").ok());
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 7u);
+    Commit(batch, 0);
+  }
+  StagedReadsViewContext last(&inner_, &memo_);
+  EXPECT_EQ(QueryIn(last, Ranked("post")).size(), 7u);
+  EXPECT_EQ(memo_.hits(), 0u);
+}
+
+TEST_F(MemoTest, AFailedCommitLeavesTheMemoAtTheCommittedState) {
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    QueryIn(batch, Ranked("post"));
+    Commit(batch, 0);  // nothing written: the answer is kept as read
+  }
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 5u);  // from the memo
+    ASSERT_TRUE(batch.Upsert("feed", FeedItem("n1", 45)).ok());
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 6u);
+    inner_.FailNextCommits(1);
+    EXPECT_FALSE(inner_.Commit().ok());  // the runtime then never calls Committed()
+  }
+  StagedReadsViewContext next(&inner_, &memo_);
+  EXPECT_EQ(QueryIn(next, Ranked("post")), Stored());
+  EXPECT_EQ(QueryIn(next, Ranked("post")).size(), 5u);
+  EXPECT_EQ(memo_.hits(), 2u);
+}
+
+TEST_F(MemoTest, QueriesWithoutAPartitionOrItsCounterGoToTheInnerContext) {
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    QueryIn(batch, Ranked(std::nullopt));  // cross-partition
+    QueryIn(batch, Ranked("draft"));       // no counter kept for it
+    Commit(batch, 0);
+  }
+  StagedReadsViewContext next(&inner_, &memo_);
+  const size_t reads = inner_.reads();
+  EXPECT_EQ(QueryIn(next, Ranked(std::nullopt)).size(), 6u);
+  EXPECT_EQ(QueryIn(next, Ranked("draft")), (std::vector<std::string>{"d1"}));
+  EXPECT_GE(inner_.reads() - reads, 2u);
+  EXPECT_EQ(memo_.hits(), 0u);
+}
+
+TEST(ViewQueryMemoTest, KeepsTheRecentAnswersWithinItsBounds) {
+  ViewQueryMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; });
+  auto items = [](size_t n) {
+    return std::make_shared<const std::vector<object>>(n, object{{"id", "x"}});
+  };
+  for (size_t i = 0; i <= ViewQueryMemo::kMaxEntries; ++i) {
+    memo.Keep("q" + std::to_string(i), 1, items(1));
+  }
+  EXPECT_EQ(memo.Find("q0", 1), nullptr) << "the least recently used went first";
+  ASSERT_NE(memo.Find("q1", 1), nullptr);
+  EXPECT_EQ(memo.Find("q1", 2), nullptr) << "another generation is a miss";
+  EXPECT_EQ(memo.Find("q1", 1), nullptr) << "and drops the outdated answer";
+  memo.Keep("big", 1, items(ViewQueryMemo::kMaxItems + 1));
+  EXPECT_EQ(memo.Find("big", 1), nullptr);
+  memo.Keep("q2", 1, items(2));
+  memo.Erase("q2");
+  EXPECT_EQ(memo.Find("q2", 1), nullptr);
 }
 
 }  // namespace
