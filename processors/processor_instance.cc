@@ -13,7 +13,7 @@
 #include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
-#include "processors/view_query_memo.h"
+#include "processors/view_read_memo.h"
 #include "util/clock.h"
 #include "util/logging.h"
 #include "util/lsn_watchers.h"
@@ -28,6 +28,12 @@ constexpr size_t kMaxPending = 20000;  // back-pressure on the source
 // (records) W again; an idle instance wakes at this rate only.
 constexpr auto kIdleWait = std::chrono::seconds(1);
 
+ViewReadMemo::GenerationFn PartitionGenerationOf(const DocumentStore* store) {
+  return [store](const std::string& container, const std::string& partition_key) {
+    return store->PartitionGeneration(container, partition_key);
+  };
+}
+
 }  // namespace
 
 class ProcessorInstance::Impl {
@@ -39,9 +45,8 @@ class ProcessorInstance::Impl {
         kind_(std::move(kind)),
         source_(std::move(source)),
         consumer_name_(ConsumerName(config_.name)),
-        memo_([store](const std::string& container, const std::string& partition_key) {
-          return store->PartitionGeneration(container, partition_key);
-        }) {
+        query_memo_(PartitionGenerationOf(store), ViewReadMemo::kQueries),
+        item_memo_(PartitionGenerationOf(store), ViewReadMemo::kItems) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
@@ -149,8 +154,8 @@ class ProcessorInstance::Impl {
     s.from_commit_path = counts.in_process;
     s.from_durable_feed = counts.from_feed;
     s.collisions = collisions_.load();
-    s.view_query_memo_hits = memo_.hits();
-    s.view_query_memo_misses = memo_.misses();
+    s.view_query_memo = {query_memo_.hits(), query_memo_.misses()};
+    s.view_item_memo = {item_memo_.hits(), item_memo_.misses()};
     return s;
   }
 
@@ -458,11 +463,11 @@ class ProcessorInstance::Impl {
   // ---- applying ----
   // Applies `changes` in order and commits their effects together. They go
   // through a StagedReadsViewContext, so each sees the writes of those before
-  // it (ProcessorKind::MaxBatch()), and a view partition read by one batch
-  // is carried to the next one in memo_ instead of being read again.
+  // it (ProcessorKind::MaxBatch()), and what one batch read is carried to
+  // the next ones in the memos instead of being read again.
   Status Apply(std::span<const Change> changes) {
     StoreViewContext ctx(store_, consumer_name_, [this] { return Position(); });
-    StagedReadsViewContext view(&ctx, &memo_);
+    StagedReadsViewContext view(&ctx, &query_memo_, &item_memo_);
     std::vector<bool> wrote;
     wrote.reserve(changes.size());
     for (const Change& change : changes) {
@@ -601,7 +606,8 @@ class ProcessorInstance::Impl {
   StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0};
   std::atomic<uint64_t> collisions_{0};
-  ViewQueryMemo memo_;  // view partitions read by Apply(), between batches
+  // What Apply() read, between batches: query answers and items.
+  ViewReadMemo query_memo_, item_memo_;
 };
 
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {

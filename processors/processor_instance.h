@@ -95,8 +95,12 @@ struct ProcessorStatus {
   bool paused = false;  // by Pause(), whatever the state
   uint64_t from_durable_feed = 0;
   uint64_t collisions = 0;  // copies refused: their target is not derived from the same source
-  // View partition queries answered from / missed by the ViewQueryMemo.
-  uint64_t view_query_memo_hits = 0, view_query_memo_misses = 0;
+  // Reads answered from / missed by the ViewReadMemos: single-partition
+  // queries, point reads.
+  struct MemoCounts {
+    uint64_t hits = 0, misses = 0;
+  };
+  MemoCounts view_query_memo, view_item_memo;
   std::string last_error;
 };
 

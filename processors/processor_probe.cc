@@ -73,14 +73,17 @@ void CollectInstance(const ProcessorStatus& s, Families& f) {
   f.Counter("feedd_processor_rebuilds_total", "Rebuilds finished", static_cast<double>(s.rebuilds),
             l);
   const char* help_memo =
-      "Single-partition view queries answered from the memo kept between batches, or read "
-      "from the store";
-  f.Counter("feedd_processor_view_query_memo_requests_total", help_memo,
-            static_cast<double>(s.view_query_memo_hits),
-            {{"processor", s.name}, {"outcome", "hit"}});
-  f.Counter("feedd_processor_view_query_memo_requests_total", help_memo,
-            static_cast<double>(s.view_query_memo_misses),
-            {{"processor", s.name}, {"outcome", "miss"}});
+      "Reads of the store by a processor answered from what it kept between batches (hit), or "
+      "read (miss): single-partition queries, point reads of items";
+  for (const auto& [read, counts] :
+       {std::pair{"query", s.view_query_memo}, std::pair{"item", s.view_item_memo}}) {
+    f.Counter("feedd_processor_view_read_memo_requests_total", help_memo,
+              static_cast<double>(counts.hits),
+              {{"processor", s.name}, {"read", read}, {"outcome", "hit"}});
+    f.Counter("feedd_processor_view_read_memo_requests_total", help_memo,
+              static_cast<double>(counts.misses),
+              {{"processor", s.name}, {"read", read}, {"outcome", "miss"}});
+  }
   f.Counter("feedd_processor_view_collisions_total",
             "Copies refused because their target item is not derived from the same source",
             static_cast<double>(s.collisions), l);

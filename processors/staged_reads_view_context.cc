@@ -17,7 +17,23 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
     const std::string& container, const std::string& partition_key, const std::string& id) {
   auto it = staged_.find(Key{container, partition_key, id});
   if (it != staged_.end()) return it->second;
-  return inner_->Read(container, partition_key, id);
+  const std::optional<uint64_t> generation =
+      item_memo_ != nullptr ? item_memo_->Generation(container, partition_key) : std::nullopt;
+  if (!generation) return inner_->Read(container, partition_key, id);
+  // The generation is read before the item: a change in between makes the
+  // kept version look older than it is, which only costs a miss.
+  std::string key = container + '\0' + partition_key + '\0' + id;
+  if (ViewReadMemo::Items kept = item_memo_->Find(key, *generation)) {
+    if (kept->empty()) return std::optional<boost::json::object>();
+    return std::optional<boost::json::object>(kept->front());
+  }
+  auto read = inner_->Read(container, partition_key, id);
+  if (read.ok()) {
+    auto items = std::make_shared<std::vector<boost::json::object>>();
+    if (*read) items->push_back(**read);
+    item_memo_->Keep(key, *generation, std::move(items));
+  }
+  return read;
 }
 
 namespace {
@@ -36,7 +52,7 @@ int CompareRows(const QuerySpec& spec, const boost::json::object& a, std::string
 Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container,
                                                     const QuerySpec& spec) {
   auto first = staged_.lower_bound(Key{container, "", ""});
-  const bool memoized = memo_ != nullptr && spec.partition_key.has_value();
+  const bool memoized = query_memo_ != nullptr && spec.partition_key.has_value();
   if ((!memoized && (first == staged_.end() || std::get<0>(first->first) != container)) ||
       inner_->Container(container) == nullptr) {
     return inner_->Query(container, spec);
@@ -61,12 +77,12 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
   if (!pk_pointer.ok()) return pk_pointer.status();
   QueryState state{container, whole, *pk_pointer, std::nullopt, {}, {}};
-  ViewQueryMemo::Items stored;
-  if (memo_ != nullptr && spec.partition_key) {
+  ViewReadMemo::Items stored;
+  if (query_memo_ != nullptr && spec.partition_key) {
     // Read before the inner query's snapshot: a change in between makes the
     // generation look older than the answer, which only costs a miss.
-    state.generation = memo_->Generation(container, *spec.partition_key);
-    if (state.generation) stored = memo_->Find(text, *state.generation);
+    state.generation = query_memo_->Generation(container, *spec.partition_key);
+    if (state.generation) stored = query_memo_->Find(text, *state.generation);
   }
   if (stored == nullptr) {
     auto items = QueryAll(*inner_, container, spec);
@@ -137,18 +153,19 @@ void StagedReadsViewContext::Staged(const std::string& container, const std::str
 }
 
 void StagedReadsViewContext::Committed() {
-  if (memo_ == nullptr) return;
+  if (query_memo_ == nullptr) return;
   for (auto& [text, state] : queries_) {
     if (!state.generation) continue;
     const std::string& pk = *state.spec.partition_key;
     auto changed = changes_.find({state.container, pk});
     const uint64_t expected = *state.generation + (changed == changes_.end() ? 0 : changed->second);
-    if (memo_->Generation(state.container, pk) != expected) {
-      memo_->Erase(text);  // someone else changed it too, or a change was a no-op
+    if (query_memo_->Generation(state.container, pk) != expected) {
+      query_memo_->Erase(text);  // someone else changed it too, or a change was a no-op
       continue;
     }
-    memo_->Keep(text, expected,
-                std::make_shared<const std::vector<boost::json::object>>(std::move(state.items)));
+    query_memo_->Keep(
+        text, expected,
+        std::make_shared<const std::vector<boost::json::object>>(std::move(state.items)));
   }
   queries_.clear();
 }

@@ -19,16 +19,18 @@
 //     batch, so a run of changes reads a view once, not once per change.
 //   - SetField() applies the field to the staged or current version.
 //
-// With a ViewQueryMemo, every single-partition query takes that path, and
+// With a ViewReadMemo of queries, every single-partition query takes that path, and
 // its inner result comes from the memo when the memo holds the partition's
 // current generation. After the inner context committed the batch, Committed()
 // keeps each such result, with the batch's writes applied, as the
 // partition's new state - when the partition's generation grew by exactly
 // the changes this context made to it, i.e. nobody else changed it since it
-// was read.
+// was read. With a ViewReadMemo of items, a Read() of an item not written
+// here is answered from it while the item's partition is unchanged, and kept
+// in it otherwise.
 //
 // Thread-safety: one instance per batch, used by one thread.
-// Ownership: borrows the inner context and the memo.
+// Ownership: borrows the inner context and the memos.
 #pragma once
 
 #include <map>
@@ -38,14 +40,15 @@
 #include <vector>
 
 #include "processors/view_context.h"
-#include "processors/view_query_memo.h"
+#include "processors/view_read_memo.h"
 
 namespace feedd {
 
 class StagedReadsViewContext : public ViewContext {
  public:
-  explicit StagedReadsViewContext(ViewContext* inner, ViewQueryMemo* memo = nullptr)
-      : inner_(inner), memo_(memo) {}
+  explicit StagedReadsViewContext(ViewContext* inner, ViewReadMemo* query_memo = nullptr,
+                                  ViewReadMemo* item_memo = nullptr)
+      : inner_(inner), query_memo_(query_memo), item_memo_(item_memo) {}
 
   const ContainerSpec* Container(const std::string& name) const override;
   Result<std::optional<boost::json::object>> Read(const std::string& container,
@@ -60,7 +63,7 @@ class StagedReadsViewContext : public ViewContext {
                 const std::string& id) override;
   Status Flush() override;
 
-  // After the inner context committed everything staged: hands the memo
+  // After the inner context committed everything staged: hands the query memo
   // what this batch read and wrote (see above). Ends the use of the context.
   void Committed();
 
@@ -91,7 +94,8 @@ class StagedReadsViewContext : public ViewContext {
               const std::string& id);
 
   ViewContext* const inner_;
-  ViewQueryMemo* const memo_;
+  ViewReadMemo* const query_memo_;
+  ViewReadMemo* const item_memo_;
   std::map<Key, std::optional<boost::json::object>> staged_;
   std::map<std::string, QueryState> queries_;  // by container and query
   // Changes made here since the last Flush(), by (container, partition key).

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_view_context.h"
-#include "processors/view_query_memo.h"
+#include "processors/view_read_memo.h"
 
 namespace feedd {
 namespace {
@@ -175,7 +175,7 @@ TEST_F(StagedReadsTest, AWriteTheInnerContextRefusesIsNotStaged) {
   EXPECT_TRUE(*f1);
 }
 
-// With a ViewQueryMemo: batches of one processor, each a StagedReadsViewContext
+// With a ViewReadMemo: batches of one processor, each a StagedReadsViewContext
 // over the same inner context. `generation_` plays the store's partition
 // generation (DocumentStore::PartitionGeneration): a commit adds one per
 // change, as the store does.
@@ -198,11 +198,15 @@ class MemoTest : public StagedReadsTest {
     return all.ok() ? Ids(*all) : std::vector<std::string>{};
   }
 
+  ViewReadMemo::GenerationFn Generations() {
+    return [this](const std::string&, const std::string& pk) -> std::optional<uint64_t> {
+      if (pk != "post") return std::nullopt;  // a store that keeps no counter for it
+      return generation_;
+    };
+  }
+
   uint64_t generation_ = 7;
-  ViewQueryMemo memo_{[this](const std::string&, const std::string& pk) -> std::optional<uint64_t> {
-    if (pk != "post") return std::nullopt;  // a store that keeps no counter for it
-    return generation_;
-  }};
+  ViewReadMemo memo_{Generations(), ViewReadMemo::kQueries};
 };
 
 TEST_F(MemoTest, ACommittedBatchCarriesThePartitionToTheNextOne) {
@@ -290,21 +294,56 @@ TEST_F(MemoTest, QueriesWithoutAPartitionOrItsCounterGoToTheInnerContext) {
   EXPECT_EQ(memo_.hits(), 0u);
 }
 
-TEST(ViewQueryMemoTest, KeepsTheRecentAnswersWithinItsBounds) {
-  ViewQueryMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; });
+TEST_F(MemoTest, AnItemIsReadOnceWhileItsPartitionIsUnchanged) {
+  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  auto read = [&](const std::string& pk, const std::string& id) {
+    StagedReadsViewContext batch(&inner_, nullptr, &items);
+    auto item = batch.Read("feed", pk, id);
+    EXPECT_TRUE(item.ok());
+    if (!item.ok() || !*item) return std::string("none");
+    return S(**item, "id") + "@" + std::to_string((**item).at("rank").as_int64());
+  };
+  const size_t reads = inner_.reads();
+  EXPECT_EQ(read("post", "f2"), "f2@20");
+  EXPECT_EQ(read("post", "f2"), "f2@20");
+  EXPECT_EQ(read("post", "nope"), "none");
+  EXPECT_EQ(read("post", "nope"), "none");  // not found is kept too
+  EXPECT_EQ(inner_.reads() - reads, 2u);
+  EXPECT_EQ(items.hits(), 2u);
+  // A change to the partition: read again, and the new version shows.
+  inner_.Poke("feed", FeedItem("f2", 21));
+  ++generation_;
+  EXPECT_EQ(read("post", "f2"), "f2@21");
+  EXPECT_EQ(inner_.reads() - reads, 3u);
+  // A partition without a counter is always read.
+  EXPECT_EQ(read("draft", "d1"), "d1@35");
+  EXPECT_EQ(read("draft", "d1"), "d1@35");
+  EXPECT_EQ(inner_.reads() - reads, 5u);
+  // What a batch staged wins over what is kept.
+  StagedReadsViewContext batch(&inner_, nullptr, &items);
+  ASSERT_TRUE(batch.Upsert("feed", FeedItem("f2", 22)).ok());
+  auto f2 = batch.Read("feed", "post", "f2");
+  ASSERT_TRUE(f2.ok() && *f2);
+  EXPECT_EQ((**f2).at("rank").as_int64(), 22);
+}
+
+TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBounds) {
+  constexpr ViewReadMemo::Limits kLimits{4, 3};
+  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; }, kLimits);
   auto items = [](size_t n) {
     return std::make_shared<const std::vector<object>>(n, object{{"id", "x"}});
   };
-  for (size_t i = 0; i <= ViewQueryMemo::kMaxEntries; ++i) {
+  for (size_t i = 0; i <= kLimits.max_entries; ++i) {
     memo.Keep("q" + std::to_string(i), 1, items(1));
   }
   EXPECT_EQ(memo.Find("q0", 1), nullptr) << "the least recently used went first";
   ASSERT_NE(memo.Find("q1", 1), nullptr);
   EXPECT_EQ(memo.Find("q1", 2), nullptr) << "another generation is a miss";
   EXPECT_EQ(memo.Find("q1", 1), nullptr) << "and drops the outdated answer";
-  memo.Keep("big", 1, items(ViewQueryMemo::kMaxItems + 1));
+  memo.Keep("big", 1, items(kLimits.max_items + 1));
   EXPECT_EQ(memo.Find("big", 1), nullptr);
-  memo.Keep("q2", 1, items(2));
+  memo.Keep("q2", 1, items(kLimits.max_items));
+  ASSERT_NE(memo.Find("q2", 1), nullptr);
   memo.Erase("q2");
   EXPECT_EQ(memo.Find("q2", 1), nullptr);
 }

@@ -1,16 +1,19 @@
-// ViewQueryMemo: the whole answers of a processor's single-partition queries,
-// kept between its batches, each valid for one generation of its partition
+// ViewReadMemo: what a processor's reads of the store returned - the whole
+// answers of single-partition queries, or point reads of items - kept between
+// its batches, each valid for one generation of its partition
 // (DocumentStore::PartitionGeneration). A `top_n` view reads its members for
-// every new post; with the memo it reads them from the store once, and then
-// carries them forward with its own writes (StagedReadsViewContext).
+// every new post, and `usernames` the post's user for every post, comment
+// and like; with the memo each is read from the store once, and then served
+// from memory until its partition changes (a query's answer is even carried
+// forward with the processor's own writes: StagedReadsViewContext).
 //
-// An answer is kept only for the generation at which it is the committed
-// state of the partition, and served only while the partition's generation
-// is still that one: any change by anyone (or a change to a partition that
-// shares the counter) makes it a miss, never a stale answer.
+// An answer is kept only for a generation at which it is the partition's
+// committed state, and served only while the partition's generation is still
+// that one: any change by anyone (or a change to a partition that shares the
+// counter) makes it a miss, never a stale answer.
 //
-// Bounds: at most kMaxEntries answers (least recently used dropped first),
-// each of at most kMaxItems items; larger answers are not kept.
+// Bounds (Limits): at most `max_entries` answers (least recently used dropped
+// first), each of at most `max_items` items; larger answers are not kept.
 //
 // Thread-safety: all methods are thread-safe (the applier threads of one
 // processor instance share it).
@@ -25,28 +28,36 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace feedd {
 
-class ViewQueryMemo {
+class ViewReadMemo {
  public:
-  static constexpr size_t kMaxEntries = 16;
-  static constexpr size_t kMaxItems = 1000;
+  struct Limits {
+    size_t max_entries;
+    size_t max_items;
+  };
+  // A processor's query answers: a few view partitions of up to 1,000 items.
+  static constexpr Limits kQueries{16, 1000};
+  // A processor's point reads: the items its changes look up (one per key).
+  static constexpr Limits kItems{4096, 1};
 
   // The current generation of a partition (DocumentStore::PartitionGeneration);
   // nullopt when none is kept, which turns the memo off for it.
   using GenerationFn = std::function<std::optional<uint64_t>(const std::string& container,
                                                              const std::string& partition_key)>;
+  // An answer: the items of a query, or of a point read (none: not found).
+  using Items = std::shared_ptr<const std::vector<boost::json::object>>;
 
-  explicit ViewQueryMemo(GenerationFn generation) : generation_(std::move(generation)) {}
+  ViewReadMemo(GenerationFn generation, Limits limits)
+      : generation_(std::move(generation)), limits_(limits) {}
 
   std::optional<uint64_t> Generation(const std::string& container,
                                      const std::string& partition_key) const {
     return generation_(container, partition_key);
   }
-
-  using Items = std::shared_ptr<const std::vector<boost::json::object>>;
 
   // The answer kept for `key` at `generation`; nullptr (a miss) when none is
   // kept for that generation.
@@ -64,10 +75,13 @@ class ViewQueryMemo {
     uint64_t generation;
     Items items;
   };
+  void EraseLocked(std::list<Entry>::iterator it);
 
   const GenerationFn generation_;
+  const Limits limits_;
   std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };
