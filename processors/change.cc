@@ -41,14 +41,17 @@ Result<Change> ParseChange(std::string_view envelope_json) {
     c.ts_ms = ts->to_number<uint64_t>();
   // The images are moved out of the parsed envelope (same memory resource),
   // not copied: a processor parses every change of its sources.
-  if (auto* b = o->if_contains("before"); b && b->is_object())
-    c.before = std::move(b->get_object());
-  if (auto* a = o->if_contains("after"); a && a->is_object()) c.after = std::move(a->get_object());
+  if (auto* b = o->if_contains("before"); b && b->is_object()) {
+    c.before = std::make_shared<const boost::json::object>(std::move(b->get_object()));
+  }
+  if (auto* a = o->if_contains("after"); a && a->is_object()) {
+    c.after = std::make_shared<const boost::json::object>(std::move(a->get_object()));
+  }
   return c;
 }
 
 ChangeRecord ToChangeRecord(const Change& change) {
-  auto image = [](const std::optional<boost::json::object>& o) {
+  auto image = [](const std::shared_ptr<const boost::json::object>& o) {
     return o ? boost::json::value(*o) : boost::json::value(nullptr);
   };
   ChangeRecord record;

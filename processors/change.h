@@ -1,10 +1,13 @@
 // Change: one change-feed record as a processor sees it, parsed from the
 // contract's envelope (or, for shrunk Kafka envelopes, from its headers).
 //
-// Thread-safety: plain value.
+// Thread-safety: plain value; the images are immutable and shared by the
+// copies of a change (the in-daemon processors parse a record once:
+// ParsedChanges).
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,8 +24,9 @@ struct Change {
   std::string partition_key;
   std::string id;
   uint64_t ts_ms = 0;
-  std::optional<boost::json::object> before;  // absent when null or omitted
-  std::optional<boost::json::object> after;
+  // Absent (null) when the envelope's image is null or omitted.
+  std::shared_ptr<const boost::json::object> before;
+  std::shared_ptr<const boost::json::object> after;
 };
 
 // Parses a native envelope ({"lsn","op","container","partitionKey","id","ts",

@@ -40,8 +40,9 @@ class FieldCopy : public ProcessorKind {
   std::string OrderingKey(const Change& change) const override {
     // Renames and the creation of referencing items of one key serialize.
     const auto& image = change.after ? change.after : change.before;
-    const JsonPointer& field =
-        change.container == source_container && IsSource(image) ? key_field : target_key_field;
+    const JsonPointer& field = change.container == source_container && image && IsSource(*image)
+                                   ? key_field
+                                   : target_key_field;
     if (image) {
       if (auto key = views::StringAt(*image, field)) return *key;
     }
@@ -52,7 +53,7 @@ class FieldCopy : public ProcessorKind {
     if (change.container == source_container) {
       auto source = ctx.Read(change.container, change.partition_key, change.id);
       if (!source.ok()) return source.status();
-      if (*source && IsSource(*source)) return FanOut(**source, ctx);
+      if (*source && IsSource(**source)) return FanOut(**source, ctx);
       if (change.container != target_container) return Status::Ok();  // deleted: keep copies
     }
     if (change.container == target_container && change.op != ChangeOp::kDelete) {
@@ -98,8 +99,8 @@ class FieldCopy : public ProcessorKind {
   }
 
  private:
-  bool IsSource(const std::optional<boost::json::object>& item) const {
-    return item && MatchesFilters(*item, source_filter);
+  bool IsSource(const boost::json::object& item) const {
+    return MatchesFilters(item, source_filter);
   }
 
   boost::json::value ValueOf(const boost::json::object& source) const {
@@ -139,7 +140,7 @@ class FieldCopy : public ProcessorKind {
     if (source_partitioned_by_key) {
       auto item = ctx.Read(source_container, key, key);
       if (!item.ok()) return item.status();
-      if (*item && IsSource(*item) && views::StringAt(**item, key_field) == key) {
+      if (*item && IsSource(**item) && views::StringAt(**item, key_field) == key) {
         return std::optional<boost::json::value>(ValueOf(**item));
       }
     }

@@ -129,7 +129,7 @@ class FakeViewContext : public ViewContext {
     auto it = items.find({pk, id});
     if (it == items.end()) throw std::runtime_error("Remove: no item " + container + "/" + id);
     Change c = Envelope(ChangeOp::kDelete, container, pk, id);
-    c.before = it->second;
+    c.before = std::make_shared<const boost::json::object>(it->second);
     items.erase(it);
     return c;
   }
@@ -203,7 +203,7 @@ class FakeViewContext : public ViewContext {
         case StagedWrite::kDelete: {
           if (it == items.end()) break;
           Change c = Envelope(ChangeOp::kDelete, w.container, w.pk, w.id);
-          c.before = it->second;
+          c.before = std::make_shared<const boost::json::object>(it->second);
           items.erase(it);
           view_changes_.push_back(std::move(c));
           break;
@@ -415,12 +415,12 @@ class FakeViewContext : public ViewContext {
     auto it = items.find({pk_text, id_text});
     Change c = Envelope(it == items.end() ? ChangeOp::kCreate : ChangeOp::kReplace, container,
                         pk_text, id_text);
-    if (it != items.end()) c.before = it->second;
+    if (it != items.end()) c.before = std::make_shared<const boost::json::object>(it->second);
     item = WithoutStoreFields(std::move(item));
     item["_etag"] = "\"" + std::to_string(c.lsn) + "\"";
     item["_lsn"] = c.lsn;
     item["_ts"] = c.ts_ms / 1000;
-    c.after = item;
+    c.after = std::make_shared<const boost::json::object>(item);
     items[{pk_text, id_text}] = std::move(item);
     return c;
   }

@@ -91,7 +91,8 @@ ConsumedMessage ChangeMessage(const TopicPartition& at, Lsn lsn, const std::stri
   change.container = "posts";
   change.partition_key = key;
   change.id = "c" + std::to_string(lsn);
-  change.after = boost::json::object{{"id", change.id}};
+  change.after =
+      std::make_shared<const boost::json::object>(boost::json::object{{"id", change.id}});
   ConsumedMessage m;
   m.at = at;
   m.payload = ToChangeRecord(change).envelope_json;
