@@ -12,7 +12,7 @@ import socket
 import subprocess
 import unittest
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, feedd_binary
+from feedd_harness import SharedDaemonTestCase, feedd_binary
 
 COMMANDS = ("processors", "verify", "rebuild", "jobs", "job", "cancel", "parked", "replay", "pause",
             "resume", "help")
@@ -116,25 +116,12 @@ class HelpTest(unittest.TestCase):
             self.assertEqual(out, "", args)
 
 
-class AgainstDaemonTest(FeeddTestCase):
-    daemon = None
+class AgainstDaemonTest(SharedDaemonTestCase):
+    daemon_name = "feedd-feedctl"
 
     @classmethod
-    def setUpClass(cls):
-        cls.daemon = FeeddDaemon(name="feedd-feedctl")
-        try:
-            cls.daemon.start()
-        except Exception:
-            cls.daemon.cleanup()
-            raise
+    def daemon_started(cls):
         cls.api = "%s:%d" % (cls.daemon.host, cls.daemon.port)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
 
     def run_ok(self, *args, env=None):
         rc, out, err = feedctl(*args, env=env)
