@@ -33,6 +33,12 @@ class _Probe(SharedDaemonTestCase):
 
 
 class HarnessTest(FeeddTestCase):
+    def assertSetUpFailed(self, result, message):
+        """setUpClass failed with `message` and no test ran."""
+        self.assertEqual((result.testsRun, len(result.failures)), (0, 0))
+        self.assertEqual(len(result.errors), 1, result.errors)
+        self.assertIn(message, result.errors[0][1])
+
     def assertNothingLeft(self, cls):
         daemon = cls.daemon
         self.assertIsNotNone(daemon, "no daemon was made")
@@ -48,10 +54,7 @@ class HarnessTest(FeeddTestCase):
             def test_never_runs(self):
                 raise AssertionError("ran although setUpClass failed")
 
-        result = run_class(Refused)
-        self.assertEqual((result.testsRun, len(result.failures)), (0, 0))
-        self.assertEqual(len(result.errors), 1, result.errors)
-        self.assertIn("before it was ready", result.errors[0][1])
+        self.assertSetUpFailed(run_class(Refused), "before it was ready")
         self.assertNothingLeft(Refused)
 
     def test_a_failure_after_the_start_kills_the_daemon_and_leaves_nothing(self):
@@ -65,10 +68,7 @@ class HarnessTest(FeeddTestCase):
             def test_never_runs(self):
                 raise AssertionError("ran although setUpClass failed")
 
-        result = run_class(FailsLate)
-        self.assertEqual((result.testsRun, len(result.failures)), (0, 0))
-        self.assertEqual(len(result.errors), 1, result.errors)
-        self.assertIn("set-up step after the start failed", result.errors[0][1])
+        self.assertSetUpFailed(run_class(FailsLate), "set-up step after the start failed")
         self.assertEqual(FailsLate.daemon.proc.returncode, -9, "the daemon was not killed")
         self.assertNothingLeft(FailsLate)
 
