@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import unittest
 
 from feedd_harness import (FeeddDaemon, FeeddTestCase, SharedDaemonTestCase, batch_path,

@@ -7,7 +7,6 @@ for every command, and the documented exit codes (1 refused, 2 usage,
 
 import json
 import os
-import re
 import socket
 import subprocess
 import unittest

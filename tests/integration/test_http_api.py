@@ -14,7 +14,7 @@ import unittest
 import urllib.request
 import uuid
 
-from feedd_harness import SharedDaemonTestCase, item_path, strip_system
+from feedd_harness import SharedDaemonTestCase, strip_system
 
 
 def uid(prefix):
