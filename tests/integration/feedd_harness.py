@@ -5,7 +5,9 @@ ephemeral port and a ready file, waits for the ready file, and can stop
 (SIGTERM, exit code must be 0), kill (SIGKILL) and restart it on the same data
 directory. FeeddClient is a keep-alive HTTP/1.1 client (http.client) whose
 request() returns (status, headers, parsed JSON body or None).
-FeeddTestCase prints the daemon's captured stdout/stderr when a test fails.
+FeeddTestCase prints the daemon's captured stdout/stderr when a test fails;
+SharedDaemonTestCase gives all tests of a class one daemon, started in
+setUpClass and stopped in tearDownClass.
 
 Python 3 standard library only.
 """
@@ -480,3 +482,57 @@ class FeeddTestCase(unittest.TestCase):
         self.assertIsInstance(item.get("_lsn"), int, "%s: _lsn missing in %r" % (what, item))
         self.assertIsInstance(item.get("_ts"), int, "%s: _ts missing in %r" % (what, item))
         self.assertEqual(strip_system(item), strip_system(expected_body), what)
+
+
+class SharedDaemonTestCase(FeeddTestCase):
+    """One daemon (cls.daemon) for all tests of the class; each test gets a client, self.c.
+
+    Subclasses say which daemon: the class attributes daemon_name and daemon_args
+    (extra command-line options), or daemon_options() overridden to return
+    FeeddDaemon's keyword arguments when they are computed at set-up. Files a
+    subclass makes for its daemon (tokens, certificates) it removes with
+    cls.addClassCleanup; daemon_started() is called once the daemon is ready.
+
+    setUpClass starts the daemon. If any part of it fails (daemon_options, the
+    start, daemon_started), the class clean-ups run at once, last added first:
+    the daemon is killed and its directory removed, and so are the subclass's
+    files; tearDownClass is not called. tearDownClass stops the daemon (SIGTERM;
+    an exit code other than 0 is an error) and the class clean-ups then remove
+    it whether or not the stop succeeded. self.c is closed after each test.
+    """
+
+    daemon_name = "feedd"
+    daemon_args = ()
+    daemon = None
+
+    @classmethod
+    def daemon_options(cls):
+        """Keyword arguments for FeeddDaemon."""
+        return {"name": cls.daemon_name, "extra_args": cls.daemon_args}
+
+    @classmethod
+    def daemon_started(cls):
+        """Called when cls.daemon is ready, still within setUpClass."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.daemon = FeeddDaemon(**cls.daemon_options())
+            cls.addClassCleanup(cls.daemon.cleanup)
+            cls.daemon.start()
+            cls.daemon_started()
+        except (KeyboardInterrupt, SystemExit):
+            # unittest runs the class clean-ups after an Exception only.
+            cls.doClassCleanups()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.c = self.daemon.client()
+        self.addCleanup(self.c.close)

@@ -14,15 +14,15 @@ import hashlib
 import http.client
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import time
 import unittest
 
-from feedd_harness import (FeeddDaemon, FeeddTestCase, batch_path, feedd_binary, item_path,
-                           items_path, query_path)
+from feedd_harness import (FeeddDaemon, FeeddTestCase, SharedDaemonTestCase, batch_path,
+                           feedd_binary, item_path, items_path, query_path)
 from test_http_errors import metric_value, metrics_text, recv_all, wait_for
 
 SECRETS = {"reader": "r-secret.1", "writer": "w-secret_2", "admin": "a~secret/3=="}
@@ -59,37 +59,19 @@ def run_to_exit(args, timeout=30):
     return proc.returncode, proc.stderr.decode("utf-8", "replace")
 
 
-class AuthTest(FeeddTestCase):
+class AuthTest(SharedDaemonTestCase):
     @classmethod
-    def setUpClass(cls):
+    def daemon_options(cls):
         cls.tmp = tempfile.mkdtemp(prefix="feedd-tokens-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp)
         cls.tokens = os.path.join(cls.tmp, "tokens")
         write_tokens(cls.tokens, tokens_text(["reader", "writer", "admin"]))
-        cls.daemon = FeeddDaemon(extra_args=["--auth.tokens_file=" + cls.tokens],
-                                 name="feedd-auth")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
-            for name in os.listdir(cls.tmp):
-                os.unlink(os.path.join(cls.tmp, name))
-            os.rmdir(cls.tmp)
-
-    def setUp(self):
-        self.client = self.daemon.client()
+        return {"name": "feedd-auth", "extra_args": ["--auth.tokens_file=" + cls.tokens]}
 
     def call(self, who, method, path, body=None, headers=None):
         hdrs = dict(bearer(who)) if who else {}
         hdrs.update(headers or {})
-        return self.client.request(method, path, body, hdrs)
+        return self.c.request(method, path, body, hdrs)
 
     def assertUnauthorized(self, resp, invalid_token, what):
         self.assertError(resp, 401, "unauthorized", what)

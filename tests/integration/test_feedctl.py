@@ -7,12 +7,11 @@ for every command, and the documented exit codes (1 refused, 2 usage,
 
 import json
 import os
-import re
 import socket
 import subprocess
 import unittest
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, feedd_binary
+from feedd_harness import SharedDaemonTestCase, feedd_binary
 
 COMMANDS = ("processors", "verify", "rebuild", "jobs", "job", "cancel", "parked", "replay", "pause",
             "resume", "help")
@@ -116,25 +115,12 @@ class HelpTest(unittest.TestCase):
             self.assertEqual(out, "", args)
 
 
-class AgainstDaemonTest(FeeddTestCase):
-    daemon = None
+class AgainstDaemonTest(SharedDaemonTestCase):
+    daemon_name = "feedd-feedctl"
 
     @classmethod
-    def setUpClass(cls):
-        cls.daemon = FeeddDaemon(name="feedd-feedctl")
-        try:
-            cls.daemon.start()
-        except Exception:
-            cls.daemon.cleanup()
-            raise
+    def daemon_started(cls):
         cls.api = "%s:%d" % (cls.daemon.host, cls.daemon.port)
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
 
     def run_ok(self, *args, env=None):
         rc, out, err = feedctl(*args, env=env)

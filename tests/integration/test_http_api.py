@@ -14,37 +14,18 @@ import unittest
 import urllib.request
 import uuid
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, item_path, strip_system
+from feedd_harness import SharedDaemonTestCase, strip_system
 
 
 def uid(prefix):
     return "%s-%s" % (prefix, uuid.uuid4().hex[:12])
 
 
-class HttpApiTest(FeeddTestCase):
-    @classmethod
-    def setUpClass(cls):
-        # The contract of the HTTP API alone: processors would write in the
-        # background and move the head LSN under the change-feed tests.
-        cls.daemon = FeeddDaemon(extra_args=["--processors.enabled=false"], name="feedd-api")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
-
-    def setUp(self):
-        self.c = self.daemon.client()
-
-    def tearDown(self):
-        self.c.close()
+class HttpApiTest(SharedDaemonTestCase):
+    # The contract of the HTTP API alone: processors would write in the
+    # background and move the head LSN under the change-feed tests.
+    daemon_name = "feedd-api"
+    daemon_args = ("--processors.enabled=false",)
 
     # ---- helpers ----
     def new_post(self, pk=None, item_id=None, **fields):

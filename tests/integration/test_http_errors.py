@@ -17,7 +17,8 @@ import unittest
 import urllib.request
 import uuid
 
-from feedd_harness import FeeddDaemon, FeeddTestCase, feedd_binary, item_path, items_path, q
+from feedd_harness import (FeeddDaemon, FeeddTestCase, SharedDaemonTestCase, feedd_binary,
+                           item_path, items_path, q)
 
 NOT_A_CONTAINER = "nosuchcontainer"
 
@@ -68,31 +69,13 @@ def wait_for(condition, what, timeout_s=20.0):
         time.sleep(0.02)
 
 
-class _ErrorsBase(FeeddTestCase):
-    extra_args = ("--processors.enabled=false",)
-
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = FeeddDaemon(extra_args=cls.extra_args, name="feedd-errors")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
+class _ErrorsBase(SharedDaemonTestCase):
+    daemon_name = "feedd-errors"
+    daemon_args = ("--processors.enabled=false",)
 
     def setUp(self):
-        self.c = self.daemon.client()
+        super().setUp()
         self.head = self.c.wait_quiescent()
-
-    def tearDown(self):
-        self.c.close()
 
     def assertNothingWritten(self, *keys, what=""):
         """The head LSN did not move and none of (container, pk, id) exists."""
@@ -361,7 +344,7 @@ class JsonLimitsTest(_ErrorsBase):
     kafka.max_envelope_bytes) and the processors (docs/api.md, "Numbers and
     nesting")."""
 
-    extra_args = ("--kafka.max_envelope_bytes=1024",)
+    daemon_args = ("--kafka.max_envelope_bytes=1024",)
     MAX_DEPTH = 64
 
     def wait_published(self):
@@ -483,9 +466,9 @@ class QueryAndPageLimitsTest(_ErrorsBase):
     """Small query budget and page byte caps."""
 
     PAGE_BYTES = 20000
-    extra_args = ("--processors.enabled=false", "--query.max_items_read=50",
-                  "--query.max_page_bytes=%d" % PAGE_BYTES,
-                  "--feed.max_page_bytes=%d" % PAGE_BYTES)
+    daemon_args = ("--processors.enabled=false", "--query.max_items_read=50",
+                   "--query.max_page_bytes=%d" % PAGE_BYTES,
+                   "--feed.max_page_bytes=%d" % PAGE_BYTES)
 
     def test_query_over_budget_answers_its_cost(self):
         for i in range(60):
@@ -569,8 +552,8 @@ class QueryAndPageLimitsTest(_ErrorsBase):
 class SmallLimitsTest(_ErrorsBase):
     """A daemon with small http.max_request_bytes and storage.max_item_bytes."""
 
-    extra_args = ("--processors.enabled=false", "--http.max_request_bytes=65536",
-                  "--storage.max_item_bytes=16384")
+    daemon_args = ("--processors.enabled=false", "--http.max_request_bytes=65536",
+                   "--storage.max_item_bytes=16384")
 
     def test_body_over_max_request_bytes(self):
         pk, item_id = uid("p"), uid("i")
@@ -684,7 +667,7 @@ class TransferEncodingTest(_ErrorsBase):
 class ConnectionLimitTest(_ErrorsBase):
     """http.max_connections: connections beyond it are answered 503 and closed."""
 
-    extra_args = ("--processors.enabled=false", "--http.max_connections=4")
+    daemon_args = ("--processors.enabled=false", "--http.max_connections=4")
 
     def test_connections_over_the_cap_are_refused_and_the_daemon_recovers(self):
         self.c.close()  # its kept-alive connection would count
@@ -738,8 +721,8 @@ class ConnectionLimitTest(_ErrorsBase):
 class BufferedBodyLimitTest(_ErrorsBase):
     """http.max_buffered_bytes bounds the request bodies held across connections."""
 
-    extra_args = ("--processors.enabled=false", "--http.max_request_bytes=200000",
-                  "--http.max_buffered_bytes=300000")
+    daemon_args = ("--processors.enabled=false", "--http.max_request_bytes=200000",
+                   "--http.max_buffered_bytes=300000")
 
     def start_body(self, length, chunk=b"x" * 1000):
         s = socket.create_connection((self.daemon.host, self.daemon.port), timeout=20)

@@ -41,7 +41,7 @@ import unittest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from feedd_harness import DaemonError, FeeddDaemon, FeeddTestCase
+from feedd_harness import DaemonError, FeeddDaemon, FeeddTestCase, SharedDaemonTestCase
 
 TOPICS = ("feedd.users", "feedd.posts", "feedd.feed")
 HEADER_NAMES = ("feedd-lsn", "feedd-op", "feedd-container", "feedd-id", "feedd-partition-key")
@@ -488,25 +488,16 @@ def kafka_info_ok(tc, info, bootstrap, what):
                                      "feed": "feedd.feed"}, "%s: %r" % (what, info))
 
 
-class KafkaNativeTest(FeeddTestCase):
+class KafkaNativeTest(SharedDaemonTestCase):
     """One daemon (embedded broker, native envelope) for the mixed workload."""
 
-    daemon = None
+    daemon_name = "feedd-kafka"
     state = None
 
     @classmethod
     def setUpClass(cls):
         cls.seed = seed_from_env("FEEDD_KAFKA_SEED")
-        cls.daemon = FeeddDaemon(name="feedd-kafka")
-        cls.daemon.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.daemon is not None:
-            try:
-                cls.daemon.stop()
-            finally:
-                cls.daemon.cleanup()
+        super().setUpClass()
 
     def workload(self):
         """Runs the mixed workload once per class, consumes everything; cached."""

@@ -23,7 +23,7 @@ import ssl
 import subprocess
 import unittest
 
-from feedd_harness import FeeddDaemon, FeeddTestCase
+from feedd_harness import SharedDaemonTestCase
 from test_auth import SECRETS, tokens_text, write_tokens
 from test_http_errors import metric_value, recv_all, wait_for
 from test_tls import TlsFixtures
@@ -87,32 +87,21 @@ class KeptConnection:
         self.tls.close()
 
 
-class _MetricsTlsBase(FeeddTestCase):
+class _MetricsTlsBase(SharedDaemonTestCase):
     client_ca = False
 
     @classmethod
-    def setUpClass(cls):
+    def daemon_options(cls):
         TlsFixtures("feedd-metrics-tls-", ["reader", "writer"]).give_to(cls)
         args = ["--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
                 "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"]
         if cls.client_ca:
             args.append("--metrics.tls_client_ca_file=" + cls.ca)
-        cls.daemon = FeeddDaemon(extra_args=args, name="feedd-metrics-tls")
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.cleanup()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-        cls.address = cls.daemon.ready["metrics"]
+        return {"name": "feedd-metrics-tls", "extra_args": args}
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def daemon_started(cls):
+        cls.address = cls.daemon.ready["metrics"]
 
     @classmethod
     def context(cls, client_cert=None):
@@ -247,34 +236,29 @@ class MetricsMutualTlsTest(_MetricsTlsBase):
         self.assertRefused(self.context("stranger"), "a certificate of another CA")
 
 
-class WorkerMetricsHttpsTest(FeeddTestCase):
+class WorkerMetricsHttpsTest(SharedDaemonTestCase):
     """The worker's metrics port (worker.metrics_listen) under metrics.tls_* and
     metrics.authenticate; the daemon it works for serves plain HTTP."""
 
+    daemon_name = "feedd-worker-metrics"
+    daemon_args = daemon_settings()
+
     @classmethod
-    def setUpClass(cls):
+    def daemon_options(cls):
         TlsFixtures("feedd-worker-metrics-tls-", ["reader", "writer"]).give_to(cls)
-        cls.daemon = FeeddDaemon(extra_args=daemon_settings(), name="feedd-worker-metrics")
-        cls.worker = None
-        try:
-            cls.daemon.start()
-            cls.worker = Worker(cls.daemon, "worker", extra_args=[
-                "--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
-                "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"])
-        except BaseException:
-            cls.tearDownClass()
-            raise
+        return super().daemon_options()
+
+    @classmethod
+    def daemon_started(cls):
+        cls.worker = Worker(cls.daemon, "worker", extra_args=[
+            "--metrics.tls_cert_file=" + cls.cert, "--metrics.tls_key_file=" + cls.key,
+            "--auth.tokens_file=" + cls.tokens, "--metrics.authenticate=true"])
         cls.address = cls.worker.metrics_address
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            if cls.worker is not None:
-                cls.worker.stop()
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
-            shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.worker.stop()
+        super().tearDownClass()
 
     def scrape(self, headers=None):
         """One request on a new TLS connection: (status, headers, body, peer certificate's CN)."""

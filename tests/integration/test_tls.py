@@ -19,7 +19,7 @@ import tempfile
 import unittest
 import warnings
 
-from feedd_harness import FeeddDaemon, FeeddTestCase
+from feedd_harness import SharedDaemonTestCase
 from test_auth import SECRETS, bearer, run_to_exit, tokens_text, write_tokens
 from test_http_errors import metric_value, metrics_text, recv_all, wait_for
 from test_worker import Worker, daemon_settings
@@ -76,39 +76,27 @@ class TlsFixtures:
         write_tokens(self.tokens, tokens_text(token_names))
 
     def give_to(self, cls):
-        """Sets dir, ca, cert, key and tokens on a test class."""
+        """Sets dir, ca, cert, key and tokens on a test class, whose class
+        clean-ups remove the directory."""
+        cls.addClassCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         for name in ("dir", "ca", "cert", "key", "tokens"):
             setattr(cls, name, getattr(self, name))
 
 
-class _TlsBase(FeeddTestCase):
+class _TlsBase(SharedDaemonTestCase):
     client_ca = False
-    extra_args = ()
+    daemon_args = ()
 
     @classmethod
-    def setUpClass(cls):
+    def daemon_options(cls):
         TlsFixtures("feedd-tls-", ["reader", "writer", "admin"]).give_to(cls)
         args = ["--http.tls_cert_file=" + cls.cert, "--http.tls_key_file=" + cls.key,
                 "--auth.tokens_file=" + cls.tokens]
         if cls.client_ca:
             args.append("--http.tls_client_ca_file=" + cls.ca)
-        args += list(cls.extra_args)
-        cls.daemon = FeeddDaemon(extra_args=args, name="feedd-tls",
-                                 ssl_context=cls.context("client" if cls.client_ca else None))
-        try:
-            cls.daemon.start()
-        except BaseException:
-            cls.daemon.cleanup()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.daemon.stop()
-        finally:
-            cls.daemon.cleanup()
-            shutil.rmtree(cls.dir, ignore_errors=True)
+        args += list(cls.daemon_args)
+        return {"name": "feedd-tls", "extra_args": args,
+                "ssl_context": cls.context("client" if cls.client_ca else None)}
 
     @classmethod
     def context(cls, client_cert=None, **kwargs):
@@ -332,7 +320,7 @@ class MutualTlsTest(_TlsBase):
 
 class WorkerOverTlsTest(_TlsBase):
     """feedd worker runs usernames and user_posts, reaching the API over HTTPS with a token."""
-    extra_args = daemon_settings()
+    daemon_args = daemon_settings()
 
     def test_worker_writes_views_over_https_with_its_token(self):
         token_file = os.path.join(self.dir, "writer.token")
