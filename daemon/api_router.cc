@@ -15,86 +15,51 @@
 namespace feedd {
 namespace {
 
-enum class RouteKind {
-  kNone,
-  kContainers,  // /v1/containers
-  kItems,       // /v1/containers/{c}/items
-  kItem,        // /v1/containers/{c}/items/{pk}/{id}
-  kBatch,       // /v1/containers/{c}/partitions/{pk}/batch
-  kQuery,       // /v1/containers/{c}/query
-  kImport,      // /v1/containers/{c}/import
-  kChangeFeed,  // /v1/changefeed
-  kFeed,        // /v1/feed
-  kProcessors,  // /v1/processors
-  kProcessor,   // /v1/processors/{name}
-  kParked,      // /v1/processors/{name}/parked
-  kReplay,      // /v1/processors/{name}/parked/replay
-  kRebuild,     // /v1/processors/{name}/rebuild
-  kVerify,      // /v1/processors/{name}/verify
-  kPause,       // /v1/processors/{name}/pause
-  kResume,      // /v1/processors/{name}/resume
-  kReset,       // /v1/processors/{name}/reset
-  kJobs,        // /v1/jobs
-  kJob,         // /v1/jobs/{id}
-  kJobCancel,   // /v1/jobs/{id}/cancel
-  kHealthz,     // /healthz
-  kReadyz,      // /readyz
-};
-
-struct Route {
-  RouteKind kind = RouteKind::kNone;
-  const std::string* container = nullptr;
-  const std::string* pk = nullptr;
-  const std::string* id = nullptr;
-  const std::string* processor = nullptr;
-  const std::string* job = nullptr;
-};
-
-Route MatchRoute(const std::vector<std::string>& s) {
-  Route route;
+// Sets the kind and the captured segments of `route` from the path's
+// decoded segments `s` (taken).
+void MatchRoute(std::vector<std::string>& s, RouteMatch* route) {
   size_t n = s.size();
   if (n == 1 && s[0] == "healthz") {
-    route.kind = RouteKind::kHealthz;
+    route->kind = RouteKind::kHealthz;
   } else if (n == 1 && s[0] == "readyz") {
-    route.kind = RouteKind::kReadyz;
+    route->kind = RouteKind::kReadyz;
   } else if (n == 2 && s[0] == "v1") {
-    if (s[1] == "containers") route.kind = RouteKind::kContainers;
-    if (s[1] == "changefeed") route.kind = RouteKind::kChangeFeed;
-    if (s[1] == "feed") route.kind = RouteKind::kFeed;
-    if (s[1] == "processors") route.kind = RouteKind::kProcessors;
-    if (s[1] == "jobs") route.kind = RouteKind::kJobs;
+    if (s[1] == "containers") route->kind = RouteKind::kContainers;
+    if (s[1] == "changefeed") route->kind = RouteKind::kChangeFeed;
+    if (s[1] == "feed") route->kind = RouteKind::kFeed;
+    if (s[1] == "processors") route->kind = RouteKind::kProcessors;
+    if (s[1] == "jobs") route->kind = RouteKind::kJobs;
   } else if ((n == 3 || n == 4) && s[0] == "v1" && s[1] == "jobs") {
-    route.job = &s[2];
-    if (n == 3) route.kind = RouteKind::kJob;
-    if (n == 4 && s[3] == "cancel") route.kind = RouteKind::kJobCancel;
+    if (n == 3) route->kind = RouteKind::kJob;
+    if (n == 4 && s[3] == "cancel") route->kind = RouteKind::kJobCancel;
+    if (route->kind != RouteKind::kNone) route->job = std::move(s[2]);
   } else if (n >= 3 && n <= 5 && s[0] == "v1" && s[1] == "processors") {
-    route.processor = &s[2];
-    if (n == 3) route.kind = RouteKind::kProcessor;
-    if (n == 4 && s[3] == "parked") route.kind = RouteKind::kParked;
-    if (n == 5 && s[3] == "parked" && s[4] == "replay") route.kind = RouteKind::kReplay;
-    if (n == 4 && s[3] == "rebuild") route.kind = RouteKind::kRebuild;
-    if (n == 4 && s[3] == "verify") route.kind = RouteKind::kVerify;
-    if (n == 4 && s[3] == "pause") route.kind = RouteKind::kPause;
-    if (n == 4 && s[3] == "resume") route.kind = RouteKind::kResume;
-    if (n == 4 && s[3] == "reset") route.kind = RouteKind::kReset;
+    if (n == 3) route->kind = RouteKind::kProcessor;
+    if (n == 4 && s[3] == "parked") route->kind = RouteKind::kParked;
+    if (n == 5 && s[3] == "parked" && s[4] == "replay") route->kind = RouteKind::kReplay;
+    if (n == 4 && s[3] == "rebuild") route->kind = RouteKind::kRebuild;
+    if (n == 4 && s[3] == "verify") route->kind = RouteKind::kVerify;
+    if (n == 4 && s[3] == "pause") route->kind = RouteKind::kPause;
+    if (n == 4 && s[3] == "resume") route->kind = RouteKind::kResume;
+    if (n == 4 && s[3] == "reset") route->kind = RouteKind::kReset;
+    if (route->kind != RouteKind::kNone) route->processor = std::move(s[2]);
   } else if (n >= 4 && s[0] == "v1" && s[1] == "containers") {
-    route.container = &s[2];
     if (n == 4 && s[3] == "items") {
-      route.kind = RouteKind::kItems;
+      route->kind = RouteKind::kItems;
     } else if (n == 4 && s[3] == "query") {
-      route.kind = RouteKind::kQuery;
+      route->kind = RouteKind::kQuery;
     } else if (n == 4 && s[3] == "import") {
-      route.kind = RouteKind::kImport;
+      route->kind = RouteKind::kImport;
     } else if (n == 6 && s[3] == "items") {
-      route.kind = RouteKind::kItem;
-      route.pk = &s[4];
-      route.id = &s[5];
+      route->kind = RouteKind::kItem;
+      route->pk = std::move(s[4]);
+      route->id = std::move(s[5]);
     } else if (n == 6 && s[3] == "partitions" && s[5] == "batch") {
-      route.kind = RouteKind::kBatch;
-      route.pk = &s[4];
+      route->kind = RouteKind::kBatch;
+      route->pk = std::move(s[4]);
     }
+    if (route->kind != RouteKind::kNone) route->container = std::move(s[2]);
   }
-  return route;
 }
 
 // What each route answers: its template (the metrics' route label) and, per
@@ -200,21 +165,25 @@ ApiRouter::ApiRouter(DocumentStore* store, Options options, boost::asio::io_cont
 
 ApiRouter::~ApiRouter() = default;
 
-std::string_view ApiRouter::RouteTemplate(std::string_view target) {
-  std::string_view path = target.substr(0, target.find('?'));
-  Result<std::vector<std::string>> segments = SplitPath(path);
-  if (!segments.ok()) return "other";
-  return InfoOf(MatchRoute(*segments).kind).path;
+RouteMatch ApiRouter::Match(std::string_view target, HttpMethod method) {
+  RouteMatch route;
+  Result<std::vector<std::string>> segments = SplitPath(target.substr(0, target.find('?')));
+  if (!segments.ok()) {
+    route.error = segments.status();
+    return route;
+  }
+  MatchRoute(*segments, &route);
+  route.route_template = InfoOf(route.kind).path;
+  std::optional<Access> access = AccessFor(route.kind, method);
+  route.method_allowed = access.has_value();
+  // /healthz and /readyz answer 405 to anyone; elsewhere a token is needed.
+  bool open = route.kind == RouteKind::kHealthz || route.kind == RouteKind::kReadyz;
+  route.access = access ? *access : open ? Access::kOpen : Access::kRead;
+  return route;
 }
 
-Access ApiRouter::AccessOf(std::string_view target, HttpMethod method) {
-  std::string_view path = target.substr(0, target.find('?'));
-  Result<std::vector<std::string>> segments = SplitPath(path);
-  if (!segments.ok()) return Access::kRead;
-  RouteKind kind = MatchRoute(*segments).kind;
-  if (std::optional<Access> access = AccessFor(kind, method)) return *access;
-  // /healthz and /readyz answer 405 to anyone; elsewhere a token is needed.
-  return kind == RouteKind::kHealthz || kind == RouteKind::kReadyz ? Access::kOpen : Access::kRead;
+void ApiRouter::Route(HttpRequest& head) {
+  head.route = std::make_shared<const RouteMatch>(Match(head.target, head.method));
 }
 
 void ApiRouter::Handle(HttpRequest request, Responder responder) {
@@ -224,14 +193,13 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
   std::string_view query =
       question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
 
-  Result<std::vector<std::string>> segments = SplitPath(path);
-  if (!segments.ok()) return responder.Send(ErrorResponse(segments.status()));
-  Route route = MatchRoute(*segments);
+  const RouteMatch& route = RouteOf(request);
+  if (!route.error.ok()) return responder.Send(ErrorResponse(route.error));
   if (route.kind == RouteKind::kNone) {
     return responder.Send(
         ErrorResponse(Status(ErrorCode::kNotFound, "no such path: " + std::string(path))));
   }
-  if (!AccessFor(route.kind, request.method)) {
+  if (!route.method_allowed) {
     std::string allow = AllowedMethods(route.kind);
     HttpResponse response =
         ErrorResponse(Status(ErrorCode::kMethodNotAllowed, "allowed methods: " + allow));
@@ -240,18 +208,18 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
   }
 
   const ContainerSpec* spec = nullptr;
-  if (route.container != nullptr) {
+  if (route.container) {
     spec = store_->FindContainer(*route.container);
     if (spec == nullptr) {
       return responder.Send(ErrorResponse(
           Status(ErrorCode::kContainerNotFound, "no container named '" + *route.container + "'")));
     }
   }
-  if (route.pk != nullptr) {
+  if (route.pk) {
     Status status = ValidatePartitionKeyValue(*route.pk);
     if (!status.ok()) return responder.Send(ErrorResponse(status));
   }
-  if (route.id != nullptr) {
+  if (route.id) {
     Status status = ValidateId(*route.id);
     if (!status.ok()) return responder.Send(ErrorResponse(status));
   }
@@ -338,16 +306,12 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
 void ApiRouter::PostToIo(std::function<void()> work) { boost::asio::post(io_, std::move(work)); }
 
 std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
-  if (head.method != HttpMethod::kPost) return nullptr;
+  const RouteMatch& route = RouteOf(head);
+  if (route.kind != RouteKind::kImport || head.method != HttpMethod::kPost) return nullptr;
   std::string_view target = head.target;
   size_t question = target.find('?');
-  std::string_view path = target.substr(0, question);
   std::string_view query =
       question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-  Result<std::vector<std::string>> segments = SplitPath(path);
-  if (!segments.ok()) return nullptr;
-  Route route = MatchRoute(*segments);
-  if (route.kind != RouteKind::kImport) return nullptr;
 
   const ContainerSpec* spec = store_->FindContainer(*route.container);
   if (spec == nullptr) {

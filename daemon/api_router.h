@@ -42,6 +42,7 @@
 #include "daemon/import_spool.h"
 #include "daemon/import_stream.h"
 #include "daemon/query_executor.h"
+#include "daemon/route_match.h"
 #include "feed/publisher.h"
 #include "processors/admin_tasks.h"
 #include "processors/jobs.h"
@@ -105,18 +106,22 @@ class ApiRouter : public HttpHandler {
   ApiRouter(const ApiRouter&) = delete;
   ApiRouter& operator=(const ApiRouter&) = delete;
 
+  // Sets head.route to Match() of its target and method.
+  void Route(HttpRequest& head) override;
+  // Answers the request by the route it carries (a request without one is
+  // answered 404).
   void Handle(HttpRequest request, Responder responder) override;
   // POST /v1/containers/{c}/import streams its body (daemon/import_stream.h);
   // every other request is buffered.
   std::unique_ptr<BodyStream> StreamBody(const HttpRequest& head) override;
-  // The route template of a request target, e.g.
-  // "/v1/containers/{c}/items/{pk}/{id}", or "other" (for metrics labels).
-  static std::string_view RouteTemplate(std::string_view target);
-  // What a request needs (docs/security.md, "Roles"): kOpen for /healthz and
-  // /readyz; kAdmin for the POST operations on a processor; kWrite for POST,
-  // PUT, PATCH and DELETE of items, batches and imports; kRead for everything else
-  // (GETs, queries, unknown paths and methods, which are then 404 or 405).
-  static Access AccessOf(std::string_view target, HttpMethod method);
+  // The route of a request target (its path, without the query string) and
+  // method, from the route table: its template (the metrics' route label)
+  // and what the request needs (docs/security.md, "Roles"): kOpen for
+  // /healthz and /readyz; kAdmin for the POST operations on a processor and
+  // on a job; kWrite for POST, PUT, PATCH and DELETE of items, batches and
+  // imports; kRead for everything else (GETs, queries, unknown paths and
+  // methods, which are then 404 or 405).
+  static RouteMatch Match(std::string_view target, HttpMethod method);
   // Answers every parked long poll and read-your-writes wait now; /readyz
   // answers 503 from now on.
   void OnServerStopping() override;

@@ -1,6 +1,7 @@
 #include "daemon/auth_handler.h"
 
 #include "daemon/http_util.h"
+#include "daemon/route_match.h"
 #include "util/logging.h"
 
 namespace feedd {
@@ -28,13 +29,9 @@ HttpResponse Unauthorized(std::string_view message, bool invalid_token) {
 
 }  // namespace
 
-AuthHandler::AuthHandler(HttpHandler* inner,
-                         std::function<Access(std::string_view, HttpMethod)> access_of,
-                         std::shared_ptr<const TokenSet> tokens, AuthObserver* observer)
-    : inner_(inner),
-      access_of_(std::move(access_of)),
-      observer_(observer),
-      tokens_(std::move(tokens)) {}
+AuthHandler::AuthHandler(HttpHandler* inner, std::shared_ptr<const TokenSet> tokens,
+                         AuthObserver* observer)
+    : inner_(inner), observer_(observer), tokens_(std::move(tokens)) {}
 
 void AuthHandler::SetTokens(std::shared_ptr<const TokenSet> tokens) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -96,7 +93,7 @@ std::optional<HttpResponse> AuthHandler::Authenticate(
 }
 
 std::optional<HttpResponse> AuthHandler::Screen(HttpRequest& head) {
-  const Access access = access_of_(head.target, head.method);
+  const Access access = RouteOf(head).access;
   if (access != Access::kOpen) {
     std::shared_ptr<const Admission> admitted;
     if (std::optional<HttpResponse> refusal = Admit(head, access, &admitted)) return refusal;
@@ -106,7 +103,7 @@ std::optional<HttpResponse> AuthHandler::Screen(HttpRequest& head) {
 }
 
 std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
-  const Access access = access_of_(head.target, head.method);
+  const Access access = RouteOf(head).access;
   if (access != Access::kOpen) {
     std::shared_ptr<const Admission> admitted;
     if (Admit(head, access, &admitted)) return nullptr;
@@ -115,7 +112,7 @@ std::unique_ptr<BodyStream> AuthHandler::StreamBody(const HttpRequest& head) {
 }
 
 void AuthHandler::Handle(HttpRequest request, Responder responder) {
-  const Access access = access_of_(request.target, request.method);
+  const Access access = RouteOf(request).access;
   if (access == Access::kOpen) return inner_->Handle(std::move(request), std::move(responder));
   std::shared_ptr<const Admission> admitted;
   if (std::optional<HttpResponse> refusal = Admit(request, access, &admitted)) {

@@ -1,6 +1,8 @@
 // AuthHandler: an HttpHandler decorator that lets a request through to the
 // handler it wraps only when its bearer token's role may use the route
-// (daemon/auth_tokens.h, docs/security.md).
+// (daemon/auth_tokens.h, docs/security.md). What a request needs is the
+// access of the route it carries (HttpRequest::route, set by the wrapped
+// handler's Route(); daemon/route_match.h), kRead when it carries none.
 //
 //   - A route needing Access::kOpen (/healthz, /readyz) needs no token.
 //   - No Authorization header: 401 `unauthorized` with
@@ -30,7 +32,6 @@
 // Ownership: borrows the wrapped handler and the observer.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,11 +57,11 @@ class AuthObserver {
 
 class AuthHandler : public HttpHandler {
  public:
-  // `access_of` tells what a request needs (ApiRouter::AccessOf).
-  AuthHandler(HttpHandler* inner, std::function<Access(std::string_view, HttpMethod)> access_of,
-              std::shared_ptr<const TokenSet> tokens, AuthObserver* observer);
+  AuthHandler(HttpHandler* inner, std::shared_ptr<const TokenSet> tokens, AuthObserver* observer);
 
   void SetTokens(std::shared_ptr<const TokenSet> tokens);
+
+  void Route(HttpRequest& head) override { inner_->Route(head); }
 
   void Handle(HttpRequest request, Responder responder) override;
   // The same checks on the head alone, so that the server refuses before
@@ -83,7 +84,6 @@ class AuthHandler : public HttpHandler {
                                            std::shared_ptr<const Admission>* admitted) const;
 
   HttpHandler* const inner_;
-  const std::function<Access(std::string_view, HttpMethod)> access_of_;
   AuthObserver* const observer_;
   mutable std::mutex mu_;
   std::shared_ptr<const TokenSet> tokens_;  // GUARDED_BY(mu_)

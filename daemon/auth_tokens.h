@@ -35,7 +35,7 @@ namespace feedd {
 // Each role may do what the one before it may, and more.
 enum class Role { kRead = 0, kWrite = 1, kAdmin = 2 };
 
-// What a route needs (the role table of docs/security.md, ApiRouter::AccessOf).
+// What a route needs (the role table of docs/security.md, ApiRouter::Match).
 enum class Access {
   kOpen,   // /healthz, /readyz: no token needed
   kRead,   // every GET, queries, the change feed, processor status

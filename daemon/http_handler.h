@@ -41,6 +41,9 @@ struct HttpHeader {
 // What a screening handler concluded from a request's head (AuthHandler:
 // the token that admitted it); defined by that handler (auth_handler.h).
 struct Admission;
+// Where a request goes, matched once from its head by HttpHandler::Route()
+// (ApiRouter: the route table); defined in route_match.h.
+struct RouteMatch;
 
 struct HttpRequest {
   HttpMethod method = HttpMethod::kGet;
@@ -52,6 +55,11 @@ struct HttpRequest {
   // to StreamBody() and Handle() of the same request, so that they need not
   // check the head again. Null when nothing admitted the request.
   std::shared_ptr<const Admission> admission;
+  // Set by HttpHandler::Route() on every head, before anything else sees
+  // it; the server hands it to Screen(), StreamBody() and Handle() of the
+  // same request, so that none of them matches the path again. Null when
+  // the handler routes nothing.
+  std::shared_ptr<const RouteMatch> route;
 
   // The first header named `name` (ASCII case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;
@@ -117,6 +125,11 @@ class BodyStream {
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
+  // Called on an I/O thread with every request's head (its body empty)
+  // first, before Screen(), StreamBody() and Handle(): it may set
+  // head.route, which the server carries to them. A decorator passes it on
+  // to the handler it wraps. Must not block. Default: routes nothing.
+  virtual void Route(HttpRequest& head) { (void)head; }
   // Called on an I/O thread with a request's head (its body empty) before
   // the body is read: a BodyStream to stream the body into, without the
   // http.max_request_bytes limit and outside http.max_buffered_bytes, or

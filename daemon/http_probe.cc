@@ -1,7 +1,10 @@
 #include "daemon/http_probe.h"
 
 #include <chrono>
+#include <functional>
 #include <string>
+
+#include "daemon/route_match.h"
 
 namespace feedd {
 namespace {
@@ -140,7 +143,7 @@ std::optional<HttpResponse> MeteredHandler::Screen(HttpRequest& head) {
   std::optional<HttpResponse> refusal = inner_->Screen(head);
   if (refusal) {
     probe_->Started();
-    probe_->Finished(route_of_(head.target), head.method, refusal->status, 0.0, 0,
+    probe_->Finished(RouteOf(head).route_template, head.method, refusal->status, 0.0, 0,
                      refusal->body.size());
   }
   return refusal;
@@ -175,14 +178,15 @@ class MeteredStream : public BodyStream {
 std::unique_ptr<BodyStream> MeteredHandler::StreamBody(const HttpRequest& head) {
   std::unique_ptr<BodyStream> inner = inner_->StreamBody(head);
   if (!inner) return nullptr;
-  return std::make_unique<MeteredStream>(std::move(inner), probe_, route_of_(head.target),
+  return std::make_unique<MeteredStream>(std::move(inner), probe_, RouteOf(head).route_template,
                                          head.method);
 }
 
 void MeteredHandler::Handle(HttpRequest request, Responder responder) {
   probe_->Started();
-  auto sink = std::make_shared<MeteredSink>(responder.Release(), probe_, route_of_(request.target),
-                                            request.method, request.body.size());
+  auto sink =
+      std::make_shared<MeteredSink>(responder.Release(), probe_, RouteOf(request).route_template,
+                                    request.method, request.body.size());
   inner_->Handle(std::move(request), Responder(std::move(sink)));
 }
 

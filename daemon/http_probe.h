@@ -16,7 +16,6 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include <functional>
 #include <string_view>
 
 #include "daemon/auth_handler.h"
@@ -61,11 +60,12 @@ class HttpProbe : public HttpServerObserver, public AuthObserver {
 
 class MeteredHandler : public HttpHandler {
  public:
-  // `route_of` maps a request target to its route template.
-  MeteredHandler(HttpHandler* inner, HttpProbe* probe,
-                 std::function<std::string_view(std::string_view)> route_of)
-      : inner_(inner), probe_(probe), route_of_(std::move(route_of)) {}
+  // A request's route label is the template of the route it carries
+  // (HttpRequest::route, set by the wrapped handler's Route()), "other" when
+  // it carries none.
+  MeteredHandler(HttpHandler* inner, HttpProbe* probe) : inner_(inner), probe_(probe) {}
 
+  void Route(HttpRequest& head) override { inner_->Route(head); }
   void Handle(HttpRequest request, Responder responder) override;
   // Records a refusal of the wrapped handler's Screen() like an answer.
   std::optional<HttpResponse> Screen(HttpRequest& head) override;
@@ -75,7 +75,6 @@ class MeteredHandler : public HttpHandler {
  private:
   HttpHandler* const inner_;
   HttpProbe* const probe_;
-  const std::function<std::string_view(std::string_view)> route_of_;
 };
 
 }  // namespace feedd

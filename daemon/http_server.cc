@@ -259,6 +259,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     }
     HttpRequest head = HeadOf(request);
     head.peer = peer_;
+    state_->handler->Route(head);
     if (state_->screen_heads) {
       if (std::optional<HttpResponse> refusal = state_->handler->Screen(head)) {
         keep_alive_ = request.keep_alive();
@@ -271,6 +272,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
       return StartStream(std::move(body_stream));
     }
     admission_ = std::move(head.admission);
+    route_ = std::move(head.route);
     // A string body reserves its Content-Length at once.
     if (auto length = parser_->content_length(); length && *length > 0) {
       if (!ReserveBody(*length)) return RefuseBody();
@@ -441,6 +443,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     HttpRequest request = ToHttpRequest(message);
     request.peer = peer_;
     request.admission = std::move(admission_);
+    request.route = std::move(route_);
     if (LogEnabled(LogLevel::kDebug)) {
       request_line_ = std::string(message.method_string()) + " " + request.target;
       started_ = std::chrono::steady_clock::now();
@@ -555,6 +558,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
   size_t reserved_ = 0;        // of state_->buffered_bytes, for the current request
   // What Screen() concluded from the current request's head, for Handle().
   std::shared_ptr<const Admission> admission_;
+  // What Route() matched from the current request's head, for Handle().
+  std::shared_ptr<const RouteMatch> route_;
   std::string request_line_;  // for the debug access log
   std::chrono::steady_clock::time_point started_;
 };

@@ -8,11 +8,13 @@
 //   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
-//   response when the Responder is completed, from whatever thread. With
-//   screen_heads the handler's Screen() sees the head first and may refuse
-//   the request before its body is read; the admission it may set on the
-//   head (HttpRequest::admission) goes with the request to StreamBody() and
-//   Handle().
+//   response when the Responder is completed, from whatever thread. The
+//   handler's Route() sees every head first; the route it may set on it
+//   (HttpRequest::route) goes with the request to Screen(), StreamBody() and
+//   Handle(). With screen_heads the handler's Screen() sees the head next
+//   and may refuse the request before its body is read; the admission it
+//   may set on the head (HttpRequest::admission) goes with the request to
+//   StreamBody() and Handle().
 //   A connection idle for idle_timeout is closed.
 //   When the handler's StreamBody() returns a BodyStream for a request head,
 //   the body is not buffered: it is read in pieces of at most 64 KiB, each

@@ -485,10 +485,10 @@ int Run(const DaemonConfig& config) {
   std::optional<AuthHandler> auth;
   HttpHandler* served = &router;
   if (tokens) {
-    auth.emplace(&router, &ApiRouter::AccessOf, tokens, &http_probe);
+    auth.emplace(&router, tokens, &http_probe);
     served = &*auth;
   }
-  MeteredHandler metered_router(served, &http_probe, &ApiRouter::RouteTemplate);
+  MeteredHandler metered_router(served, &http_probe);
 
   // Reverse order of start-up. The store goes before the router and the
   // server: its callbacks reference both. Running rebuilds and verifies are

@@ -1,4 +1,4 @@
-// Fuzzes the request target as ApiRouter::Handle splits it: PercentDecode,
+// Fuzzes the request target as ApiRouter::Match splits it: PercentDecode,
 // SplitPath and ParseQueryString (daemon/http_util.h), with the raw target
 // ("/v1/containers/users/items?x=1").
 //

@@ -294,6 +294,29 @@ class HttpErrorsTest(_ErrorsBase):
         self.expect(self.c.request("PUT", "/v1/containers/posts/items/p/%2", {"id": "%2", "postId": "p"}),
                     400, "invalid_request", ("posts", "p", "%2"), what="truncated percent escape")
 
+    def test_refused_requests_count_under_their_route_template(self):
+        # The route matched from the head labels the request, whatever
+        # answers it: the router, or an import stream that refuses it.
+        cases = [
+            ("GET", "/v1/containers/posts/items/%zz/a", None, 400, "other"),
+            ("GET", "/nope", None, 404, "other"),
+            ("DELETE", "/v1/containers", None, 405, "/v1/containers"),
+            ("GET", "/v1/containers/%s/items/p/a" % NOT_A_CONTAINER, None, 404,
+             "/v1/containers/{c}/items/{pk}/{id}"),
+            ("POST", "/v1/containers/%s/import" % NOT_A_CONTAINER, {"id": "a"}, 404,
+             "/v1/containers/{c}/import"),
+        ]
+        labels = ['method="%s",route="%s",status="%d"' % (method, route, status)
+                  for method, _, _, status, route in cases]
+        before = metrics_text(self.daemon)
+        for method, path, body, status, _ in cases:
+            self.assertStatus(self.c.request(method, path, body), status, "%s %s" % (method, path))
+        after = metrics_text(self.daemon)
+        for label in labels:
+            with self.subTest(label):
+                self.assertEqual(metric_value(after, "feedd_http_requests_total", label)
+                                 - metric_value(before, "feedd_http_requests_total", label), 1)
+
     def test_invalid_utf8_in_the_path(self):
         # A percent-encoded id or partition key that is not UTF-8 is refused,
         # and no error message echoes the raw bytes (the body stays JSON).

@@ -2,11 +2,7 @@
 // body, and a reload between the two.
 #include "daemon/auth_handler.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -15,6 +11,8 @@
 #include <vector>
 
 #include "daemon/http_server.h"
+#include "daemon/route_match.h"
+#include "tests/unit/http_exchange.h"
 
 namespace feedd {
 namespace {
@@ -33,9 +31,22 @@ class NoBodyStream : public BodyStream {
   void Finish(Status, Responder responder) override { responder.Send(HttpResponse{}); }
 };
 
-// Answers 200 and records what it was handed.
+// What the fake routes need.
+Access AccessOf(std::string_view target) {
+  if (target == "/healthz") return Access::kOpen;
+  if (target == "/admin") return Access::kAdmin;
+  return Access::kWrite;
+}
+
+// Routes by AccessOf(), answers 200 and records what it was handed.
 class InnerHandler : public HttpHandler {
  public:
+  void Route(HttpRequest& head) override {
+    ++routed_;
+    auto route = std::make_shared<RouteMatch>();
+    route->access = AccessOf(head.target);
+    head.route = std::move(route);
+  }
   void Handle(HttpRequest request, Responder responder) override {
     handled_.push_back(request.target);
     responder.Send(HttpResponse{});
@@ -44,6 +55,7 @@ class InnerHandler : public HttpHandler {
     return head.target == "/stream" ? std::make_unique<NoBodyStream>() : nullptr;
   }
   void OnServerStopping() override {}
+  int routed_ = 0;
   std::vector<std::string> handled_;
 };
 
@@ -53,24 +65,20 @@ class CountingObserver : public AuthObserver {
   std::map<std::string, int> failures_;
 };
 
-Access AccessOf(std::string_view target, HttpMethod) {
-  if (target == "/healthz") return Access::kOpen;
-  if (target == "/admin") return Access::kAdmin;
-  return Access::kWrite;
-}
-
 std::shared_ptr<const TokenSet> Tokens(std::vector<TokenEntry> entries) {
   return std::make_shared<const TokenSet>(std::move(entries));
 }
 
 class AuthHandlerTest : public ::testing::Test {
  protected:
+  // A request head, routed as the server would.
   HttpRequest Request(std::string target, std::string secret) {
     HttpRequest request;
     request.method = HttpMethod::kPost;
     request.target = std::move(target);
     request.peer = "127.0.0.1:5000";
     request.headers.push_back({"Authorization", "Bearer " + secret});
+    auth_.Route(request);
     return request;
   }
 
@@ -86,7 +94,7 @@ class AuthHandlerTest : public ::testing::Test {
   const TokenEntry ops_{"ops", Role::kAdmin, Sha256("ops-secret")};
   InnerHandler inner_;
   CountingObserver observer_;
-  AuthHandler auth_{&inner_, &AccessOf, Tokens({app_, ops_}), &observer_};
+  AuthHandler auth_{&inner_, Tokens({app_, ops_}), &observer_};
 };
 
 TEST_F(AuthHandlerTest, HandleTakesTheAdmissionOfTheHeadWithoutAuthenticatingAgain) {
@@ -103,6 +111,32 @@ TEST_F(AuthHandlerTest, HandleTakesTheAdmissionOfTheHeadWithoutAuthenticatingAga
   EXPECT_EQ(Handle(std::move(request)), 200);
   EXPECT_EQ(inner_.handled_, std::vector<std::string>{"/admin"});
   EXPECT_TRUE(observer_.failures_.empty());
+}
+
+TEST_F(AuthHandlerTest, WhatARequestNeedsIsTheAccessOfTheRouteItCarries) {
+  // Routed once, from the head: Screen() and Handle() take the route the
+  // request carries and do not route it again.
+  HttpRequest head = Request("/admin", "app-secret");
+  EXPECT_EQ(inner_.routed_, 1);
+  std::optional<HttpResponse> refusal = auth_.Screen(head);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->status, 403);
+  EXPECT_EQ(Handle(head), 403);
+  EXPECT_EQ(inner_.routed_, 1);
+  EXPECT_EQ(observer_.failures_["forbidden"], 2);
+
+  // The carried route decides, not the target: a request whose route needs
+  // no token is let through without one.
+  HttpRequest open = Request("/healthz", "");
+  open.headers.clear();
+  open.target = "/admin";
+  EXPECT_EQ(Handle(std::move(open)), 200);
+  // A request nothing routed needs a token (Access::kRead).
+  HttpRequest unrouted = Request("/healthz", "");
+  unrouted.headers.clear();
+  unrouted.route = nullptr;
+  EXPECT_EQ(Handle(std::move(unrouted)), 401);
+  EXPECT_EQ(inner_.handled_, std::vector<std::string>{"/admin"});
 }
 
 TEST_F(AuthHandlerTest, ATokenRemovedByAReloadBetweenHeadAndBodyIsRefused) {
@@ -183,34 +217,6 @@ class AdmittingHandler : public HttpHandler {
   const std::shared_ptr<const Admission> admission_ = std::make_shared<const Admission>();
 };
 
-// Sends `requests` on one connection and returns the status codes answered.
-std::vector<int> Exchange(const std::string& address, const std::string& requests, size_t count) {
-  std::string port = address.substr(address.rfind(':') + 1);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in peer{};
-  peer.sin_family = AF_INET;
-  peer.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
-  peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<int> statuses;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0 &&
-      send(fd, requests.data(), requests.size(), 0) == static_cast<ssize_t>(requests.size())) {
-    std::string received;
-    char buffer[4096];
-    while (statuses.size() < count) {
-      ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-      if (n <= 0) break;
-      received.append(buffer, static_cast<size_t>(n));
-      statuses.clear();
-      for (size_t at = received.find("HTTP/1.1 "); at != std::string::npos;
-           at = received.find("HTTP/1.1 ", at + 1)) {
-        statuses.push_back(std::stoi(received.substr(at + 9, 3)));
-      }
-    }
-  }
-  close(fd);
-  return statuses;
-}
-
 TEST(AuthHandlerServerTest, TheHeadsAdmissionReachesHandleOfTheSameRequest) {
   HttpServerOptions options;
   options.listen = HostPort{"127.0.0.1", 0};
@@ -223,7 +229,7 @@ TEST(AuthHandlerServerTest, TheHeadsAdmissionReachesHandleOfTheSameRequest) {
   std::string requests =
       "POST /admit HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body + "GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  EXPECT_EQ(Exchange(server.bound_address(), requests, 2), (std::vector<int>{200, 204}));
+  EXPECT_EQ(testutil::Exchange(server.bound_address(), requests, 2), (std::vector<int>{200, 204}));
   server.Stop();
 }
 

@@ -1,6 +1,6 @@
 // Tests of daemon/auth_tokens.h (the tokens file, the Authorization header,
 // constant-time lookup, file permissions) and of the role table: which role
-// may use which route (ApiRouter::AccessOf with RoleAllows).
+// may use which route (ApiRouter::Match with RoleAllows).
 #include "daemon/auth_tokens.h"
 
 #include <gtest/gtest.h>
@@ -234,7 +234,7 @@ TEST(RoleTableTest, EveryRouteHasItsClass) {
       {HttpMethod::kGet, "/v1/containers/%zz", Access::kRead},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(ApiRouter::AccessOf(c.target, c.method), c.access)
+    EXPECT_EQ(ApiRouter::Match(c.target, c.method).access, c.access)
         << HttpMethodName(c.method) << " " << c.target;
   }
 }

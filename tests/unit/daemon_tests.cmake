@@ -62,3 +62,9 @@ target_link_libraries(auth_handler_test PRIVATE feedd_daemon GTest::gtest_main)
 gtest_discover_tests(auth_handler_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
+
+add_executable(route_match_test ${CMAKE_CURRENT_LIST_DIR}/route_match_test.cc)
+target_link_libraries(route_match_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(route_match_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
