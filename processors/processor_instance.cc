@@ -477,7 +477,7 @@ class ProcessorInstance::Impl {
       wrote.push_back(ctx.writes_made() != before);
     }
     if (Status s = ctx.Commit(); !s.ok()) return CountCollision(changes, s);
-    view.Committed();
+    view.Committed(ctx.writes_without_effect() == 0);
     for (const std::string& collision : view.collisions()) {
       ++collisions_;
       FEEDD_LOG(kWarning, "processor") << config_.name << ": " << collision;

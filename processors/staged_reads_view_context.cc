@@ -152,10 +152,14 @@ void StagedReadsViewContext::Staged(const std::string& container, const std::str
   }
 }
 
-void StagedReadsViewContext::Committed() {
+void StagedReadsViewContext::Committed(bool every_write_took_effect) {
   if (query_memo_ == nullptr) return;
   for (auto& [text, state] : queries_) {
     if (!state.generation) continue;
+    if (!every_write_took_effect) {
+      query_memo_->Erase(text);
+      continue;
+    }
     const std::string& pk = *state.spec.partition_key;
     auto changed = changes_.find({state.container, pk});
     const uint64_t expected = *state.generation + (changed == changes_.end() ? 0 : changed->second);

@@ -64,8 +64,11 @@ class StagedReadsViewContext : public ViewContext {
   Status Flush() override;
 
   // After the inner context committed everything staged: hands the query memo
-  // what this batch read and wrote (see above). Ends the use of the context.
-  void Committed();
+  // what this batch read and wrote (see above). `every_write_took_effect`:
+  // the store changed something for each staged write (else an answer here
+  // may show a write the store skipped, and none is kept). Ends the use of
+  // the context.
+  void Committed(bool every_write_took_effect);
 
  private:
   // (container, partition key, id) -> the staged version; nullopt: deleted.

@@ -108,8 +108,12 @@ Status StoreViewContext::Commit() {
   staged_.clear();
   staged_ops_ = 0;
   WriteResult result = store_->WriteView(std::move(view));
-  if (result.status.ok()) writes_committed_ += ops;
-  return result.status;
+  if (!result.status.ok()) return result.status;
+  writes_committed_ += ops;
+  for (const OpResult& op : result.results) {
+    if (op.lsn == 0) ++writes_without_effect_;
+  }
+  return Status::Ok();
 }
 
 }  // namespace feedd

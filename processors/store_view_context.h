@@ -40,6 +40,9 @@ class StoreViewContext : public ViewContext {
   size_t writes_committed() const { return writes_committed_; }
   // Writes staged or committed through this context so far.
   size_t writes_made() const { return writes_committed_ + staged_ops_; }
+  // Committed writes the store found nothing to do for: a delete of a
+  // missing item, a field set on a missing item.
+  size_t writes_without_effect() const { return writes_without_effect_; }
 
  private:
   void Stage(const std::string& container, const std::string& pk, WriteOp op);
@@ -50,6 +53,7 @@ class StoreViewContext : public ViewContext {
   // (container, partition key) -> requests of at most kMaxBatchOperations ops.
   std::map<std::pair<std::string, std::string>, std::vector<WriteRequest>> staged_;
   size_t writes_committed_ = 0;
+  size_t writes_without_effect_ = 0;
   size_t staged_ops_ = 0;
 };
 

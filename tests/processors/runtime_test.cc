@@ -468,6 +468,22 @@ class RuntimeTest : public ::testing::Test {
 
 // ================================================================ tests
 
+// What the view memo relies on (StagedReadsViewContext::Committed): the
+// context counts the committed writes the store found nothing to do for.
+TEST_F(RuntimeTest, AViewContextCountsTheWritesTheStoreSkipped) {
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.counting", 0)));
+  StoreViewContext ctx(store_.get(), "processor.counting", [] { return Lsn(1); });
+  ASSERT_TRUE(ctx.Upsert("mirror", object{{"id", "a"}, {"pk", "p"}, {"_sourceLsn", 5}}).ok());
+  ASSERT_TRUE(ctx.Commit().ok());
+  EXPECT_EQ(ctx.writes_without_effect(), 0u);
+  ASSERT_TRUE(ctx.Delete("mirror", "p", "missing").ok());                  // nothing to delete
+  ASSERT_TRUE(ctx.SetField("mirror", "p", "missing", Ptr("/v"), 1).ok());  // nothing to set
+  ASSERT_TRUE(ctx.Upsert("mirror", object{{"id", "b"}, {"pk", "p"}, {"_sourceLsn", 6}}).ok());
+  ASSERT_TRUE(ctx.Commit().ok());
+  EXPECT_EQ(ctx.writes_without_effect(), 2u);
+  EXPECT_EQ(ctx.writes_committed(), 4u);
+}
+
 TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/3);
   ASSERT_NE(mirror, nullptr);

@@ -186,11 +186,12 @@ class MemoTest : public StagedReadsTest {
     EXPECT_TRUE(all.ok()) << all.status().ToString();
     return all.ok() ? Ids(*all) : std::vector<std::string>{};
   }
-  // Commits what `batch` staged, `changes` of them in partition "post".
-  void Commit(StagedReadsViewContext& batch, uint64_t changes) {
+  // Commits what `batch` staged, `changes` of them in partition "post";
+  // `took_effect`: the store changed something for every staged write.
+  void Commit(StagedReadsViewContext& batch, uint64_t changes, bool took_effect = true) {
     ASSERT_TRUE(inner_.Commit().ok());
     generation_ += changes;
-    batch.Committed();
+    batch.Committed(took_effect);
   }
   std::vector<std::string> Stored() {
     auto all = QueryAll(inner_, "feed", Ranked("post"));
@@ -257,6 +258,29 @@ TEST_F(MemoTest, AChangeByAnyoneElseMakesTheNextBatchReadTheStore) {
   StagedReadsViewContext last(&inner_, &memo_);
   EXPECT_EQ(QueryIn(last, Ranked("post")).size(), 7u);
   EXPECT_EQ(memo_.hits(), 0u);
+}
+
+// A write the store skipped (a delete of an item another writer removed)
+// while someone else changed the partition: the counter grew by the count of
+// staged writes, but the answer is not the store's.
+TEST_F(MemoTest, AWriteTheStoreSkippedKeepsNoAnswer) {
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    QueryIn(batch, Ranked("post"));
+    Commit(batch, 0);
+  }
+  {
+    StagedReadsViewContext batch(&inner_, &memo_);
+    ASSERT_TRUE(batch.Upsert("feed", FeedItem("n1", 45)).ok());
+    EXPECT_EQ(QueryIn(batch, Ranked("post")).size(), 6u);
+    inner_.DiscardStaged();                   // the store skips the write...
+    inner_.Poke("feed", FeedItem("x1", 99));  // ...and another writer's change lands
+    Commit(batch, 1, /*took_effect=*/false);
+  }
+  StagedReadsViewContext next(&inner_, &memo_);
+  EXPECT_EQ(QueryIn(next, Ranked("post")), Stored());
+  EXPECT_EQ(QueryIn(next, Ranked("post")),
+            (std::vector<std::string>{"x1", "f5", "f4", "f3", "f2", "f1"}));
 }
 
 TEST_F(MemoTest, AFailedCommitLeavesTheMemoAtTheCommittedState) {
