@@ -85,7 +85,9 @@ class SpoolStream : public BodyStream {
     return {Status(ErrorCode::kStorageError, message), "spool_error"};
   }
 
-  void Refuse(std::pair<Status, const char*> refusal) { Refuse(refusal.first, refusal.second); }
+  void Refuse(std::pair<Status, const char*> refusal) {
+    Refuse(std::move(refusal.first), refusal.second);
+  }
   void Refuse(Status status, const char* reason) {
     if (!error_.ok()) return;
     error_ = std::move(status);

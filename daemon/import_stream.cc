@@ -302,7 +302,7 @@ class ImporterStream : public BodyStream {
   }
   void Finish(Status error, Responder responder) override {
     auto answer = std::make_shared<Responder>(std::move(responder));
-    run_->Finish(std::move(error), [answer](ImportReport report) {
+    run_->Finish(std::move(error), [answer](const ImportReport& report) {
       answer->Send(JsonResponse(report.http_status, boost::json::serialize(report.body)));
     });
   }

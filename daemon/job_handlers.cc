@@ -75,7 +75,7 @@ void ApiRouter::StartImportJob(const ContainerSpec& spec, ImportParams params, S
   auto spooled = std::make_shared<SpooledBody>(std::move(body));
   Status s = import_jobs_.Submit(
       "import-" + std::to_string(job->id()),
-      [&jobs, job, run, spooled, slot](std::stop_token shutdown) mutable {
+      [&jobs, job, run, spooled, slot](const std::stop_token& shutdown) mutable {
         std::stop_callback on_shutdown(shutdown, [job] { job->RequestStop(); });
         ImportReport report = RunImportJob(*spooled, *run, *job, [&job] {
           return job->cancel_requested() ? Status(ErrorCode::kCancelled, "the job was cancelled")

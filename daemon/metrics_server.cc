@@ -50,7 +50,7 @@ class MetricsServer::Observer : public HttpServerObserver {
 // Answers GET /metrics with the registry and the added collectables.
 class MetricsServer::Handler : public HttpHandler {
  public:
-  explicit Handler(std::shared_ptr<prometheus::Registry> registry) {
+  explicit Handler(const std::shared_ptr<prometheus::Registry>& registry) {
     collectables_.push_back(registry);
   }
 
@@ -152,7 +152,7 @@ Result<std::string> MetricsServer::Start(Options options) {
   return server_->bound_address();
 }
 
-void MetricsServer::AddCollectable(std::shared_ptr<prometheus::Collectable> state) {
+void MetricsServer::AddCollectable(const std::shared_ptr<prometheus::Collectable>& state) {
   handler_->Add(state);
 }
 

@@ -70,7 +70,7 @@ class MetricsServer {
   Result<std::string> Start(Options options);
   // Serves `state` too (a collector of what starts after Start(): the store,
   // the publisher, processors). REQUIRES: Start() ok.
-  void AddCollectable(std::shared_ptr<prometheus::Collectable> state);
+  void AddCollectable(const std::shared_ptr<prometheus::Collectable>& state);
   // HTTPS: loads the TLS files again for new connections; on failure the
   // previous ones stay in use. No-op for plain HTTP or before Start().
   Status ReloadTls();

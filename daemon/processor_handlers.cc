@@ -238,7 +238,8 @@ void ApiRouter::StartJob(ProcessorInstance& instance, std::string type, std::str
   std::shared_ptr<Responder> pending;
   if (*wait) pending = std::make_shared<Responder>(std::move(responder));
   Status s = options_.processors->admin_tasks().Submit(
-      instance.name(), [&jobs, job, pending, work = std::move(work)](std::stop_token shutdown) {
+      instance.name(),
+      [&jobs, job, pending, work = std::move(work)](const std::stop_token& shutdown) {
         // Shutdown stops the job as a cancel does; it then fails.
         std::stop_callback on_shutdown(shutdown, [job] { job->RequestStop(); });
         Result<boost::json::object> out =

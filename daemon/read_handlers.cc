@@ -96,7 +96,7 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
   if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
 
   auto read = [this, container = spec.name, pk, id, min_lsn = after->min_lsn,
-               pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
+               pending = std::make_shared<Responder>(std::move(responder))](const Status& waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     std::string item;
     Lsn item_lsn = 0;
@@ -141,7 +141,7 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   // partitions, which may read a whole container up to its budget, runs on a
   // query thread, so that it never holds an I/O thread.
   auto run = [this, container = spec.name, query = std::move(*query), min_lsn = after->min_lsn,
-              pending = std::make_shared<Responder>(std::move(responder))](Status waited) {
+              pending = std::make_shared<Responder>(std::move(responder))](const Status& waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     if (query.partition_key) return AnswerQuery(container, query, min_lsn, *pending);
     bool queued = queries_.Submit([this, container, query, min_lsn, pending](bool cancelled) {

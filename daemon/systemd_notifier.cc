@@ -43,11 +43,10 @@ void SystemdNotifier::StartWatchdog(std::function<bool()> healthy) {
   started_ = true;
   FEEDD_LOG(kInfo, "systemd") << "watchdog every " << watchdog_interval_.count() / 2000
                               << " ms (WatchdogSec " << watchdog_interval_.count() / 1000 << " ms)";
-  thread_ = std::thread(
-      [this, healthy = std::move(healthy)]() mutable { WatchdogLoop(std::move(healthy)); });
+  thread_ = std::thread([this, healthy = std::move(healthy)] { WatchdogLoop(healthy); });
 }
 
-void SystemdNotifier::WatchdogLoop(std::function<bool()> healthy) {
+void SystemdNotifier::WatchdogLoop(const std::function<bool()>& healthy) {
   const auto period = watchdog_interval_ / 2;
   bool was_healthy = true;
   std::unique_lock<std::mutex> lock(mu_);

@@ -66,7 +66,7 @@ class SystemdNotifier {
  private:
   void Send(const std::string& message);
   void StopWatchdog();
-  void WatchdogLoop(std::function<bool()> healthy);
+  void WatchdogLoop(const std::function<bool()>& healthy);
 
   bool enabled_ = false;
   std::chrono::microseconds watchdog_interval_{0};

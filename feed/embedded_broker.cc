@@ -4,6 +4,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <charconv>
+#include <utility>
 
 #include "feed/kafka_conf.h"
 #include "util/logging.h"
@@ -15,12 +16,9 @@ Result<std::unique_ptr<EmbeddedBroker>> EmbeddedBroker::Start(int brokers, uint1
   // The hosting handle never connects anywhere; keep it quiet.
   Result<KafkaConfPtr> conf = NewKafkaConf({{"log_level", "3"}});
   if (!conf.ok()) return conf.status();
-  char err[512];
-  broker->host_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof(err));
-  if (broker->host_ == nullptr) {
-    return Status(ErrorCode::kUnavailable, std::string("embedded broker: ") + err);
-  }
-  conf->release();  // rd_kafka_new() took it
+  Result<rd_kafka_t*> host = NewKafkaClient(RD_KAFKA_PRODUCER, std::move(*conf), "embedded broker");
+  if (!host.ok()) return host.status();
+  broker->host_ = *host;
   broker->cluster_ = rd_kafka_mock_cluster_new(broker->host_, brokers);
   if (broker->cluster_ == nullptr) {
     return Status(ErrorCode::kUnavailable, "embedded broker: cannot create the mock cluster");

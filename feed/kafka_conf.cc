@@ -36,4 +36,16 @@ Result<KafkaConfPtr> NewKafkaConf(const std::map<std::string, std::string>& prop
   return conf;
 }
 
+Result<rd_kafka_t*> NewKafkaClient(rd_kafka_type_t type, KafkaConfPtr conf, std::string_view what) {
+  char err[512];
+  rd_kafka_t* client = rd_kafka_new(type, conf.get(), err, sizeof(err));
+  if (client == nullptr) {
+    return Status(ErrorCode::kUnavailable, std::string(what) + ": " + err);
+  }
+  // rd_kafka_new() took the configuration: the handle destroys it, so the
+  // pointer released here is no longer ours to use.
+  static_cast<void>(conf.release());
+  return client;
+}
+
 }  // namespace feedd

@@ -11,9 +11,14 @@
 //   prefixed with the client's name), so they carry feedd's format and
 //   level filter.
 //
+// NewKafkaClient: rd_kafka_new() with such a configuration, the one place
+// its ownership passes to librdkafka: the new handle owns it; on failure it
+// is destroyed and the Status (kUnavailable) gives `what` and librdkafka's
+// reason, e.g. "kafka consumer: ...".
+//
 // Thread-safety: no shared state.
-// Ownership: the caller owns the configuration until rd_kafka_new() takes
-// it; KafkaConfPtr destroys it otherwise (release() it on success).
+// Ownership: the caller owns the configuration until NewKafkaClient() takes
+// it, and owns the handle it returns (rd_kafka_destroy()).
 #pragma once
 
 #include <librdkafka/rdkafka.h>
@@ -21,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "util/status.h"
 
@@ -32,5 +38,7 @@ struct KafkaConfDeleter {
 using KafkaConfPtr = std::unique_ptr<rd_kafka_conf_t, KafkaConfDeleter>;
 
 Result<KafkaConfPtr> NewKafkaConf(const std::map<std::string, std::string>& properties);
+
+Result<rd_kafka_t*> NewKafkaClient(rd_kafka_type_t type, KafkaConfPtr conf, std::string_view what);
 
 }  // namespace feedd

@@ -8,6 +8,7 @@
 
 #include "feed/kafka_conf.h"
 #include "feed/message_headers.h"
+#include "util/logging.h"
 
 namespace feedd {
 
@@ -22,12 +23,10 @@ Result<PublishedTail> ReadPublishedLsns(const std::map<std::string, std::string>
   props["fetch.wait.max.ms"] = "10";
   Result<KafkaConfPtr> conf = NewKafkaConf(props);
   if (!conf.ok()) return conf.status();
-  char err[512];
-  rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
-  if (consumer == nullptr) {
-    return Status(ErrorCode::kUnavailable, std::string("recovery consumer: ") + err);
-  }
-  conf->release();  // rd_kafka_new() took it
+  Result<rd_kafka_t*> client =
+      NewKafkaClient(RD_KAFKA_CONSUMER, std::move(*conf), "recovery consumer");
+  if (!client.ok()) return client.status();
+  rd_kafka_t* consumer = *client;
 
   PublishedTail tail;
   std::map<std::pair<std::string, int>, int64_t> end_offsets;  // partitions still to read
@@ -50,7 +49,13 @@ Result<PublishedTail> ReadPublishedLsns(const std::map<std::string, std::string>
     }
   }
   if (status.ok() && !end_offsets.empty()) {
-    rd_kafka_assign(consumer, assignment);
+    if (rd_kafka_resp_err_t e = rd_kafka_assign(consumer, assignment);
+        e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      status = Status(ErrorCode::kUnavailable,
+                      std::string("assigning the tail's partitions: ") + rd_kafka_err2str(e));
+    }
+  }
+  if (status.ok() && !end_offsets.empty()) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!end_offsets.empty() && std::chrono::steady_clock::now() < deadline) {
       rd_kafka_message_t* msg = rd_kafka_consumer_poll(consumer, 50);
@@ -68,10 +73,18 @@ Result<PublishedTail> ReadPublishedLsns(const std::map<std::string, std::string>
                                                    std::to_string(end_offsets.size()) +
                                                    " partition(s) in time");
     }
-    rd_kafka_assign(consumer, nullptr);
+    // Failing to unassign or to close is harmless: the consumer never joined
+    // the group nor committed (assign() only, no auto commit), and
+    // rd_kafka_destroy() below ends it either way; logged, not returned.
+    if (rd_kafka_resp_err_t e = rd_kafka_assign(consumer, nullptr);
+        e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      FEEDD_LOG(kWarning, "kafka") << "recovery consumer: unassigning: " << rd_kafka_err2str(e);
+    }
   }
   rd_kafka_topic_partition_list_destroy(assignment);
-  rd_kafka_consumer_close(consumer);
+  if (rd_kafka_resp_err_t e = rd_kafka_consumer_close(consumer); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    FEEDD_LOG(kWarning, "kafka") << "recovery consumer: closing: " << rd_kafka_err2str(e);
+  }
   rd_kafka_destroy(consumer);
   if (!status.ok()) return status;
   return tail;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "feed/embedded_broker.h"
 #include "feed/kafka_conf.h"
@@ -203,12 +204,11 @@ class Publisher::Impl {
     rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* self) {
       static_cast<Impl*>(self)->OnError(static_cast<rd_kafka_resp_err_t>(err), reason);
     });
-    char err[512];
-    producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    if (producer_ == nullptr) {
-      return Status(ErrorCode::kInvalidRequest, std::string("kafka producer: ") + err);
-    }
-    made->release();  // rd_kafka_new() took it
+    Result<rd_kafka_t*> producer =
+        NewKafkaClient(RD_KAFKA_PRODUCER, std::move(*made), "kafka producer");
+    // What librdkafka refuses here is the configuration it was given.
+    if (!producer.ok()) return Status(ErrorCode::kInvalidRequest, producer.status().message());
+    producer_ = *producer;
     return Status::Ok();
   }
 
@@ -253,9 +253,12 @@ class Publisher::Impl {
       SetState("broker_down");
     }
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
+      // The original error behind __FATAL; none raised leaves `buf` as it
+      // was, and the error callback's reason says what there is.
       char buf[512];
-      rd_kafka_fatal_error(producer_, buf, sizeof(buf));
-      SetError(std::string("fatal producer error: ") + buf);
+      const rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(producer_, buf, sizeof(buf));
+      SetError(std::string("fatal producer error: ") +
+               (fatal != RD_KAFKA_RESP_ERR_NO_ERROR ? buf : reason));
       ++fatal_errors_;
       fatal_ = true;
       rewind_ = true;

@@ -42,7 +42,7 @@ Status AdminTasks::Submit(const std::string& key, Task task) {
   running_keys_.insert(key);
   threads_.emplace(id, std::jthread([this, id, key, task = std::move(task)](std::stop_token stop) {
                      SetThreadName("admin");
-                     Answer answer = task(stop);
+                     Answer answer = task(std::move(stop));
                      {
                        std::lock_guard<std::mutex> l(mu_);
                        running_keys_.erase(key);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "feed/kafka_conf.h"
 #include "feed/message_headers.h"
@@ -62,12 +63,10 @@ class KafkaPartitionedChangeSource final : public PartitionedChangeSource {
     rd_kafka_conf_set_opaque(conf->get(), this);
     rd_kafka_conf_set_rebalance_cb(conf->get(), &RebalanceCallback);
     rd_kafka_conf_set_offset_commit_cb(conf->get(), &CommitCallback);
-    char err[512];
-    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof(err));
-    if (consumer_ == nullptr) {
-      return Status(ErrorCode::kUnavailable, std::string("kafka consumer: ") + err);
-    }
-    conf.value().release();  // rd_kafka_new() took it
+    Result<rd_kafka_t*> consumer =
+        NewKafkaClient(RD_KAFKA_CONSUMER, std::move(*conf), "kafka consumer");
+    if (!consumer.ok()) return consumer.status();
+    consumer_ = *consumer;
     rd_kafka_resp_err_t e = rd_kafka_poll_set_consumer(consumer_);
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
       PartitionList list = NewPartitionList(static_cast<int>(topics.size()));

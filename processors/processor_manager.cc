@@ -147,7 +147,7 @@ Status ProcessorManager::Validate(const std::map<std::string, std::string>& sett
 Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
     size_t max_admin_tasks,
-    std::function<void(const std::string& processor, double seconds)> on_view_committed) {
+    const std::function<void(const std::string& processor, double seconds)>& on_view_committed) {
   auto parsed = ParseDaemonInstances(settings, store->containers(), kafka_enabled);
   if (!parsed.ok()) return parsed.status();
   auto manager = std::make_unique<ProcessorManager>();
@@ -170,9 +170,10 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
 }
 
 Result<std::vector<std::unique_ptr<ProcessorWorker>>> ProcessorManager::CreateWorkers(
-    const std::map<std::string, std::string>& settings, std::vector<ContainerSpec> containers,
-    const WorkerOptions& options, const std::vector<std::string>& names,
-    std::function<void(const std::string& processor, double seconds)> on_view_committed) {
+    const std::map<std::string, std::string>& settings,
+    const std::vector<ContainerSpec>& containers, const WorkerOptions& options,
+    const std::vector<std::string>& names,
+    const std::function<void(const std::string& processor, double seconds)>& on_view_committed) {
   auto parsed = ParseInstances(settings, containers, /*kafka_enabled=*/true);
   if (!parsed.ok()) return parsed.status();
   std::vector<std::unique_ptr<ProcessorWorker>> workers;

@@ -39,14 +39,17 @@ class ProcessorManager {
   static Result<std::unique_ptr<ProcessorManager>> Create(
       DocumentStore* store, const std::map<std::string, std::string>& settings, bool kafka_enabled,
       size_t max_admin_tasks,
-      std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
+      const std::function<void(const std::string& processor, double seconds)>& on_view_committed =
+          {});
   // The instances that `feedd worker` runs: those named in `names`, or when
   // it is empty those with processor.<name>.run = worker. `containers` are
   // the daemon's (GET /v1/containers).
   static Result<std::vector<std::unique_ptr<ProcessorWorker>>> CreateWorkers(
-      const std::map<std::string, std::string>& settings, std::vector<ContainerSpec> containers,
-      const WorkerOptions& options, const std::vector<std::string>& names,
-      std::function<void(const std::string& processor, double seconds)> on_view_committed = {});
+      const std::map<std::string, std::string>& settings,
+      const std::vector<ContainerSpec>& containers, const WorkerOptions& options,
+      const std::vector<std::string>& names,
+      const std::function<void(const std::string& processor, double seconds)>& on_view_committed =
+          {});
   // What Create() checks, without a store (for feedd --check-config).
   static Status Validate(const std::map<std::string, std::string>& settings,
                          const std::vector<ContainerSpec>& containers, bool kafka_enabled);
