@@ -383,8 +383,13 @@ class Publisher::Impl {
     char err[512];
     std::vector<rd_kafka_NewTopic_t*> topics;
     for (const auto& [name, count] : partitions) {
-      topics.push_back(rd_kafka_NewTopic_new(name.c_str(), count, options_.replication_factor, err,
-                                             sizeof(err)));
+      rd_kafka_NewTopic_t* topic =
+          rd_kafka_NewTopic_new(name.c_str(), count, options_.replication_factor, err, sizeof(err));
+      if (topic == nullptr) {  // arguments librdkafka refuses (the options' ranges exclude them)
+        for (auto* t : topics) rd_kafka_NewTopic_destroy(t);
+        return Status(ErrorCode::kInvalidRequest, "cannot create topic " + name + ": " + err);
+      }
+      topics.push_back(topic);
     }
     rd_kafka_queue_t* queue = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, topics.data(), topics.size(), nullptr, queue);
