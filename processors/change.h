@@ -2,8 +2,7 @@
 // contract's envelope (or, for shrunk Kafka envelopes, from its headers).
 //
 // Thread-safety: plain value; the images are immutable and shared by the
-// copies of a change (the in-daemon processors parse a record once:
-// ParsedChanges).
+// copies of a change (a batch, an applier's queue, a parked list).
 #pragma once
 
 #include <boost/json/object.hpp>

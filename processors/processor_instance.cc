@@ -39,12 +39,11 @@ ViewReadMemo::GenerationFn PartitionGenerationOf(const DocumentStore* store) {
 class ProcessorInstance::Impl {
  public:
   Impl(DocumentStore* store, ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
-       std::unique_ptr<ChangeSource> source, std::shared_ptr<ParsedChanges> parsed)
+       std::unique_ptr<ChangeSource> source)
       : store_(store),
         config_(std::move(config)),
         kind_(std::move(kind)),
         source_(std::move(source)),
-        parsed_(parsed ? std::move(parsed) : std::make_shared<ParsedChanges>()),
         consumer_name_(ConsumerName(config_.name)),
         query_memo_(PartitionGenerationOf(store), ViewReadMemo::kQueries),
         item_memo_(PartitionGenerationOf(store), ViewReadMemo::kItems) {
@@ -552,7 +551,7 @@ class ProcessorInstance::Impl {
       Done(record.lsn);
       return;
     }
-    auto change = parsed_->Parse(record);
+    auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
       // The earlier changes first, so that none of its key queues behind it.
@@ -580,7 +579,6 @@ class ProcessorInstance::Impl {
   ProcessorConfig config_;
   const std::unique_ptr<ProcessorKind> kind_;
   const std::unique_ptr<ChangeSource> source_;
-  const std::shared_ptr<ParsedChanges> parsed_;  // of the records source_ hands out
   const std::string consumer_name_;
   std::set<std::string> sources_;
 
@@ -620,10 +618,8 @@ void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, s
 
 ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,
                                      std::unique_ptr<ProcessorKind> kind,
-                                     std::unique_ptr<ChangeSource> source,
-                                     std::shared_ptr<ParsedChanges> parsed)
-    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(source),
-                                   std::move(parsed))) {}
+                                     std::unique_ptr<ChangeSource> source)
+    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(source))) {}
 ProcessorInstance::~ProcessorInstance() = default;
 Status ProcessorInstance::Start() { return impl_->Start(); }
 void ProcessorInstance::Stop() { impl_->Stop(); }

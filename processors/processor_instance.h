@@ -41,7 +41,6 @@
 
 #include "processors/change_source.h"
 #include "processors/keyed_applier.h"
-#include "processors/parsed_changes.h"
 #include "processors/processor_kind.h"
 #include "processors/processor_state.h"
 #include "processors/progress_view_context.h"
@@ -111,11 +110,8 @@ class ProcessorInstance {
   // The store consumer (retention watermark) of the processor `name`.
   static std::string ConsumerName(const std::string& name) { return kConsumerPrefix + name; }
 
-  // `parsed` (shared with the daemon's other instances) parses the records
-  // of `source`; null: the instance parses them itself.
   ProcessorInstance(DocumentStore* store, ProcessorConfig config,
-                    std::unique_ptr<ProcessorKind> kind, std::unique_ptr<ChangeSource> source,
-                    std::shared_ptr<ParsedChanges> parsed = nullptr);
+                    std::unique_ptr<ProcessorKind> kind, std::unique_ptr<ChangeSource> source);
   ~ProcessorInstance();
 
   // Registers the watermark; a new instance first derives its view from the

@@ -162,9 +162,8 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     }
     auto source = std::make_unique<CommitChangeSource>(
         store, CommitChangeSource::Options{ProcessorInstance::ConsumerName(p.config.name)});
-    manager->instances_.push_back(
-        std::make_unique<ProcessorInstance>(store, std::move(p.config), std::move(p.kind),
-                                            std::move(source), manager->parsed_changes_));
+    manager->instances_.push_back(std::make_unique<ProcessorInstance>(
+        store, std::move(p.config), std::move(p.kind), std::move(source)));
   }
   return manager;
 }

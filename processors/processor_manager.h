@@ -15,7 +15,6 @@
 
 #include "processors/admin_tasks.h"
 #include "processors/jobs.h"
-#include "processors/parsed_changes.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_worker.h"
 
@@ -69,15 +68,12 @@ class ProcessorManager {
   JobRegistry& jobs() const { return *jobs_; }
 
   const std::vector<std::unique_ptr<ProcessorInstance>>& instances() const { return instances_; }
-  // The change records, parsed once for all the instances.
-  const ParsedChanges& parsed_changes() const { return *parsed_changes_; }
   ProcessorInstance* Find(const std::string& name) const;
   // The instances that write into `container`.
   std::vector<ProcessorInstance*> WritersOf(const std::string& container) const;
 
  private:
   DocumentStore* store_ = nullptr;
-  std::shared_ptr<ParsedChanges> parsed_changes_ = std::make_shared<ParsedChanges>();
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
   // Before admin_tasks_: the tasks finish their jobs until they are joined.
   std::unique_ptr<JobRegistry> jobs_;

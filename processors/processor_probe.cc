@@ -96,14 +96,6 @@ std::vector<prometheus::MetricFamily> ProcessorProbe::Collect() const {
   CollectAdminTasks(processors_->admin_tasks(), f);
   CollectJobs(processors_->jobs(), f);
   for (const auto& instance : processors_->instances()) CollectInstance(instance->GetStatus(), f);
-  const ParsedChanges& parsed = processors_->parsed_changes();
-  const char* help_parses =
-      "Change records the in-daemon processors needed parsed: parsed, or reused from another "
-      "processor's parse of the same record";
-  f.Counter("feedd_processors_change_parses_total", help_parses,
-            static_cast<double>(parsed.parsed()), {{"outcome", "parsed"}});
-  f.Counter("feedd_processors_change_parses_total", help_parses,
-            static_cast<double>(parsed.reused()), {{"outcome", "reused"}});
   return f.Take();
 }
 
