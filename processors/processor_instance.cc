@@ -48,6 +48,7 @@ class ProcessorInstance::Impl {
         query_memo_(PartitionGenerationOf(store), ViewReadMemo::kQueries),
         item_memo_(PartitionGenerationOf(store), ViewReadMemo::kItems) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
+    for (const auto& c : kind_->TargetContainers()) targets_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
         KeyedApplier::Options{
@@ -467,11 +468,12 @@ class ProcessorInstance::Impl {
   // the next ones in the memos instead of being read again.
   Status Apply(std::span<const Change> changes) {
     StoreViewContext ctx(store_, consumer_name_, [this] { return Position(); });
-    StagedReadsViewContext view(&ctx, &query_memo_, &item_memo_);
+    StagedReadsViewContext view(&ctx, &query_memo_, &item_memo_, &targets_);
     std::vector<bool> wrote;
     wrote.reserve(changes.size());
     for (const Change& change : changes) {
       const size_t before = ctx.writes_made();
+      view.Applying(change);
       if (Status s = kind_->Apply(change, view); !s.ok()) return CountCollision(changes, s);
       wrote.push_back(ctx.writes_made() != before);
     }
@@ -608,6 +610,9 @@ class ProcessorInstance::Impl {
   std::atomic<uint64_t> collisions_{0};
   // What Apply() read, between batches: query answers and items.
   ViewReadMemo query_memo_, item_memo_;
+  // The kind's target containers: they change with its own writes, so the
+  // item memo does not keep reads of them.
+  std::set<std::string> targets_;
 };
 
 void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, size_t writes) {

@@ -17,15 +17,19 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
     const std::string& container, const std::string& partition_key, const std::string& id) {
   auto it = staged_.find(Key{container, partition_key, id});
   if (it != staged_.end()) return it->second;
+  const bool kept =
+      item_memo_ != nullptr && (unkept_ == nullptr || unkept_->count(container) == 0) &&
+      (applying_ == nullptr || applying_->id != id || applying_->partition_key != partition_key ||
+       applying_->container != container);
   const std::optional<uint64_t> generation =
-      item_memo_ != nullptr ? item_memo_->Generation(container, partition_key) : std::nullopt;
+      kept ? item_memo_->Generation(container, partition_key) : std::nullopt;
   if (!generation) return inner_->Read(container, partition_key, id);
   // The generation is read before the item: a change in between makes the
   // kept version look older than it is, which only costs a miss.
   std::string key = container + '\0' + partition_key + '\0' + id;
-  if (ViewReadMemo::Items kept = item_memo_->Find(key, *generation)) {
-    if (kept->empty()) return std::optional<boost::json::object>();
-    return std::optional<boost::json::object>(kept->front());
+  if (ViewReadMemo::Items found = item_memo_->Find(key, *generation)) {
+    if (found->empty()) return std::optional<boost::json::object>();
+    return std::optional<boost::json::object>(found->front());
   }
   auto read = inner_->Read(container, partition_key, id);
   if (read.ok()) {

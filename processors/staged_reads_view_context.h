@@ -27,7 +27,9 @@
 // the changes this context made to it, i.e. nobody else changed it since it
 // was read. With a ViewReadMemo of items, a Read() of an item not written
 // here is answered from it while the item's partition is unchanged, and kept
-// in it otherwise.
+// in it otherwise - except reads that would only miss again: of the item
+// whose change is being applied (Applying()) and of the containers the
+// processor writes itself (`unkept`), which change with its own writes.
 //
 // Thread-safety: one instance per batch, used by one thread.
 // Ownership: borrows the inner context and the memos.
@@ -35,10 +37,12 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "processors/change.h"
 #include "processors/view_context.h"
 #include "processors/view_read_memo.h"
 
@@ -47,8 +51,9 @@ namespace feedd {
 class StagedReadsViewContext : public ViewContext {
  public:
   explicit StagedReadsViewContext(ViewContext* inner, ViewReadMemo* query_memo = nullptr,
-                                  ViewReadMemo* item_memo = nullptr)
-      : inner_(inner), query_memo_(query_memo), item_memo_(item_memo) {}
+                                  ViewReadMemo* item_memo = nullptr,
+                                  const std::set<std::string>* unkept = nullptr)
+      : inner_(inner), query_memo_(query_memo), item_memo_(item_memo), unkept_(unkept) {}
 
   const ContainerSpec* Container(const std::string& name) const override;
   Result<std::optional<boost::json::object>> Read(const std::string& container,
@@ -62,6 +67,9 @@ class StagedReadsViewContext : public ViewContext {
   Status Delete(const std::string& container, const std::string& partition_key,
                 const std::string& id) override;
   Status Flush() override;
+
+  // The change applied next: a read of its item is not kept in the item memo.
+  void Applying(const Change& change) { applying_ = &change; }
 
   // After the inner context committed everything staged: hands the query memo
   // what this batch read and wrote (see above). `every_write_took_effect`:
@@ -99,6 +107,8 @@ class StagedReadsViewContext : public ViewContext {
   ViewContext* const inner_;
   ViewReadMemo* const query_memo_;
   ViewReadMemo* const item_memo_;
+  const std::set<std::string>* const unkept_;  // containers whose reads are not kept
+  const Change* applying_ = nullptr;
   std::map<Key, std::optional<boost::json::object>> staged_;
   std::map<std::string, QueryState> queries_;  // by container and query
   // Changes made here since the last Flush(), by (container, partition key).

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "fake_view_context.h"
 #include "processors/view_read_memo.h"
 
@@ -349,6 +351,31 @@ TEST_F(MemoTest, AnItemIsReadOnceWhileItsPartitionIsUnchanged) {
   auto f2 = batch.Read("feed", "post", "f2");
   ASSERT_TRUE(f2.ok() && *f2);
   EXPECT_EQ((**f2).at("rank").as_int64(), 22);
+}
+
+// Reads that would only miss again are not kept: of the item whose change is
+// applied (it changed just now) and of the processor's own targets.
+TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {
+  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  const std::set<std::string> targets = {"feed"};
+  {
+    StagedReadsViewContext batch(&inner_, nullptr, &items, &targets);
+    ASSERT_TRUE(batch.Read("feed", "post", "f1").ok());
+  }
+  Change change;
+  change.container = "feed";
+  change.partition_key = "post";
+  change.id = "f2";
+  {
+    StagedReadsViewContext batch(&inner_, nullptr, &items);
+    batch.Applying(change);
+    ASSERT_TRUE(batch.Read("feed", "post", "f2").ok());
+    ASSERT_TRUE(batch.Read("feed", "post", "f3").ok());  // another item: kept
+  }
+  EXPECT_EQ(items.hits() + items.misses(), 1u) << "only f3 went through the memo";
+  StagedReadsViewContext next(&inner_, nullptr, &items);
+  ASSERT_TRUE(next.Read("feed", "post", "f3").ok());
+  EXPECT_EQ(items.hits(), 1u);
 }
 
 TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBounds) {
