@@ -41,13 +41,11 @@ void Check(std::string_view query) {
       params->wait.count() >= 0 && static_cast<uint64_t>(params->wait.count()) <= kMaxFeedWaitMs,
       "waitMs " + std::to_string(params->wait.count()));
 
-  std::string canonical = ToQuery(*params);
-  Result<FeedParams> again = ParseFeedParams(canonical);
-  FUZZ_CHECK(again.ok(), canonical + ": " + again.status().ToString());
-  FUZZ_CHECK(again->container == params->container && again->start == params->start &&
-                 again->from == params->from && again->limit == params->limit &&
-                 again->wait == params->wait,
-             "'" + std::string(query) + "' and '" + canonical + "' differ");
+  fuzz::CheckQueryReadsBack(query, ToQuery(*params), *params, ParseFeedParams,
+                            [](const FeedParams& a, const FeedParams& b) {
+                              return a.container == b.container && a.start == b.start &&
+                                     a.from == b.from && a.limit == b.limit && a.wait == b.wait;
+                            });
 }
 
 }  // namespace

@@ -78,4 +78,15 @@ inline void CheckClientError(const Status& status) {
   CheckErrorBody(status);
 }
 
+// A query-string parser reads back what it accepted: `canonical`, the value
+// it parsed from `query` written back as a query string, parses to a value
+// `same` as `accepted`.
+template <typename T, typename Parse, typename Same>
+void CheckQueryReadsBack(std::string_view query, const std::string& canonical, const T& accepted,
+                         Parse parse, Same same) {
+  Result<T> again = parse(canonical);
+  FUZZ_CHECK(again.ok(), canonical + ": " + again.status().ToString());
+  FUZZ_CHECK(same(*again, accepted), "'" + std::string(query) + "' and '" + canonical + "' differ");
+}
+
 }  // namespace feedd::fuzz

@@ -34,12 +34,11 @@ std::string ToQuery(const ImportParams& params) {
 void Check(std::string_view query) {
   Result<ImportParams> params = ParseImportParams(query);
   if (!params.ok()) return fuzz::CheckClientError(params.status());
-  std::string canonical = ToQuery(*params);
-  Result<ImportParams> again = ParseImportParams(canonical);
-  FUZZ_CHECK(again.ok(), canonical + ": " + again.status().ToString());
-  FUZZ_CHECK(again->if_exists == params->if_exists &&
-                 again->stop_on_error == params->stop_on_error && again->as_job == params->as_job,
-             "'" + std::string(query) + "' and '" + canonical + "' differ");
+  fuzz::CheckQueryReadsBack(query, ToQuery(*params), *params, ParseImportParams,
+                            [](const ImportParams& a, const ImportParams& b) {
+                              return a.if_exists == b.if_exists &&
+                                     a.stop_on_error == b.stop_on_error && a.as_job == b.as_job;
+                            });
 }
 
 }  // namespace
