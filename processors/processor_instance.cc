@@ -570,6 +570,11 @@ class ProcessorInstance::Impl {
                      change.status().ToString());
       return;
     }
+    if (!kind_->Concerns(*change)) {
+      ++applied_count_;
+      Done(record.lsn);
+      return;
+    }
     changes->push_back(std::move(*change));
   }
 

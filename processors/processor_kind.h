@@ -53,6 +53,12 @@ class ProcessorKind {
   // applied again one at a time, so retries and parking stay per change.
   virtual size_t MaxBatch() const { return 1; }
 
+  // False when Apply(change) has nothing to do whatever the store holds (a
+  // comment, for a view of posts), decided from the change alone; true when
+  // in doubt. The runtime counts such a change as applied without handing it
+  // to an applier: no thread wakes, no batch, no commit for it.
+  virtual bool Concerns(const Change& /*change*/) const { return true; }
+
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
   // Derives the whole view from the current source state, writing only its
   // difference from the current view (views::RebuildWriter).

@@ -601,13 +601,17 @@ TEST_F(UserPostsTest, ChangesOutsideTheFilterReadNothingUnlessAnImageIsMissing) 
   Apply(ctx_.Put("posts", Post("p1", "u1", "alice")));
   ASSERT_TRUE(CopyOf("u1", "p1"));
   const size_t before = ctx_.reads();
-  Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob")));
+  const Change comment = ctx_.Put("posts", Comment("c1", "p1", "u2", "bob"));
+  EXPECT_FALSE(kind_->Concerns(comment));  // the runtime does not even hand it over
+  Apply(comment);
   Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob2")));
   EXPECT_EQ(ctx_.reads(), before);
   object demoted = Post("p1", "u1", "alice");
   demoted["type"] = "draft";
   Change change = ctx_.Put("posts", demoted);
-  change.before.reset();  // before-images off
+  EXPECT_TRUE(kind_->Concerns(change));  // a post before
+  change.before.reset();                 // before-images off
+  EXPECT_TRUE(kind_->Concerns(change));
   Apply(change);
   EXPECT_GT(ctx_.reads(), before);
   EXPECT_FALSE(CopyOf("u1", "p1"));
@@ -1109,13 +1113,17 @@ TEST_F(FeedTest, ChangesOutsideTheFilterReadNothingUnlessAnImageIsMissing) {
   Apply(ctx_.Put("posts", Post("p1", "u1", "alice")));
   ASSERT_EQ(FeedIds(), std::vector<std::string>{"p1"});
   const size_t before = ctx_.reads();
-  Apply(ctx_.Put("posts", Comment("c1", "p1", "u2", "bob")));
+  const Change comment = ctx_.Put("posts", Comment("c1", "p1", "u2", "bob"));
+  EXPECT_FALSE(kind_->Concerns(comment));  // the runtime does not even hand it over
+  Apply(comment);
   Apply(ctx_.Remove("posts", "p1", "c1"));
   EXPECT_EQ(ctx_.reads(), before);
   object demoted = Post("p1", "u1", "alice");
   demoted["type"] = "draft";
   Change change = ctx_.Put("posts", demoted);
+  EXPECT_TRUE(kind_->Concerns(change));  // a post before
   change.before.reset();
+  EXPECT_TRUE(kind_->Concerns(change));
   Apply(change);
   EXPECT_GT(ctx_.reads(), before);
   EXPECT_EQ(FeedIds(), std::vector<std::string>{});

@@ -99,13 +99,19 @@ MirrorLog& Log() {
 // Mirrors every item of `source_container` into `target_container` as
 // {id, pk: <source partition key>, value, _sourceLsn}; ordering key = the
 // source's partition key. Settings: source_container, target_container, tag.
+// A change whose after-image has the value kUnconcerned is not its concern.
 class MirrorKind : public ProcessorKind {
  public:
+  static constexpr const char* kUnconcerned = "unconcerned";
   std::string source, target, tag;
 
   std::vector<std::string> SourceContainers() const override { return {source}; }
   std::vector<std::string> TargetContainers() const override { return {target}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key; }
+  bool Concerns(const Change& c) const override {
+    const boost::json::value* value = c.after ? c.after->if_contains("value") : nullptr;
+    return value == nullptr || *value != kUnconcerned;
+  }
 
   Status Apply(const Change& c, ViewContext& ctx) const override {
     {
@@ -676,6 +682,28 @@ TEST_F(RuntimeTest, AnInstanceAppliesWhatItsSourceHandsItAndAcknowledgesW) {
   StopAll();
   EXPECT_EQ(feed->acknowledged, 3u);
   EXPECT_EQ(feed->synced, 3u);
+}
+
+// A change the kind says is not its concern never reaches an applier (no
+// Apply, no view write), yet counts as applied and W moves past it.
+TEST_F(RuntimeTest, AChangeTheKindDoesNotConcernIsAppliedWithoutAnApply) {
+  ProcessorInstance* mirror = StartMirror("one");
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("k1", "n1", "a"));
+  Upsert("posts", Note("k1", "n2", MirrorKind::kUnconcerned));
+  const Lsn head = Upsert("posts", Note("k1", "n3", "b"));
+  ASSERT_TRUE(WaitApplied(*mirror, head));
+  EXPECT_TRUE(Get("mirror", "k1", "n1"));
+  EXPECT_FALSE(Get("mirror", "k1", "n2"));
+  EXPECT_TRUE(Get("mirror", "k1", "n3"));
+  {
+    std::lock_guard<std::mutex> lock(Log().mutex);
+    EXPECT_EQ(Log().attempts.count("n2"), 0u);
+    EXPECT_EQ(Log().attempts["n1"], 1);
+  }
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->GetStatus().applied, 3u);
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());  // past the mirror's own writes too
 }
 
 // A record whose envelope cannot be read is parked, not skipped: W moves
