@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "processors/concern_filter.h"
 #include "processors/keyed_applier.h"
 #include "processors/progress_view_context.h"
 #include "processors/staged_reads_view_context.h"
@@ -45,6 +46,7 @@ class ProcessorInstance::Impl {
         kind_(std::move(kind)),
         source_(std::move(source)),
         consumer_name_(ConsumerName(config_.name)),
+        concern_(kind_->ConcernFilters()),
         query_memo_(PartitionGenerationOf(store), ViewReadMemo::kQueries),
         item_memo_(PartitionGenerationOf(store), ViewReadMemo::kItems) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
@@ -553,6 +555,11 @@ class ProcessorInstance::Impl {
       Done(record.lsn);
       return;
     }
+    if (!concern_.MayConcern(record)) {
+      ++applied_count_;
+      Done(record.lsn);
+      return;
+    }
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
@@ -570,7 +577,7 @@ class ProcessorInstance::Impl {
                      change.status().ToString());
       return;
     }
-    if (!kind_->Concerns(*change)) {
+    if (!concern_.Concerns(*change)) {
       ++applied_count_;
       Done(record.lsn);
       return;
@@ -588,6 +595,7 @@ class ProcessorInstance::Impl {
   const std::unique_ptr<ChangeSource> source_;
   const std::string consumer_name_;
   std::set<std::string> sources_;
+  const ConcernFilter concern_;  // which of their changes reach an applier
 
   std::mutex control_mutex_;  // Stop / Rebuild
   bool stopped_ = false;      // GUARDED_BY(control_mutex_)

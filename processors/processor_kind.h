@@ -24,6 +24,7 @@
 
 #include "processors/change.h"
 #include "processors/view_context.h"
+#include "storage/query.h"
 
 namespace feedd {
 
@@ -53,11 +54,13 @@ class ProcessorKind {
   // applied again one at a time, so retries and parking stay per change.
   virtual size_t MaxBatch() const { return 1; }
 
-  // False when Apply(change) has nothing to do whatever the store holds (a
-  // comment, for a view of posts), decided from the change alone; true when
-  // in doubt. The runtime counts such a change as applied without handing it
-  // to an applier: no thread wakes, no batch, no commit for it.
-  virtual bool Concerns(const Change& /*change*/) const { return true; }
+  // The filter an image of a change must match for Apply() to have
+  // anything to do with it (a view of posts: type=post; a comment is
+  // nothing to it), or none when any change may matter. The runtime counts
+  // a change that carries the images its op implies, none of them matching,
+  // as applied without an applier, and mostly without parsing it
+  // (processors/concern_filter.h). Apply() must then indeed do nothing.
+  virtual std::vector<FieldFilter> ConcernFilters() const { return {}; }
 
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
   // Derives the whole view from the current source state, writing only its

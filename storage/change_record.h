@@ -28,7 +28,10 @@ struct ChangeRecord {
   std::string container;
   std::string partition_key;
   std::string id;
-  std::string envelope_json;  // {"lsn":..,"op":..,...,"before":..,"after":..}
+  // {"lsn":..,"op":..,...,"before":..,"after":..}, as the commit path
+  // writes it: compact, the images as stored (canonical boost::json text),
+  // a missing image `null` (processors/concern_filter.h relies on it).
+  std::string envelope_json;
 };
 
 // The change records of one committed group, in LSN order and without gaps

@@ -37,12 +37,10 @@ class Projection : public ProcessorKind, public views::CopySettings {
   // Apply() reads its view only through Read() and keeps no state of its own.
   size_t MaxBatch() const override { return 32; }
 
-  bool Concerns(const Change& change) const override {
-    return !views::OutsideFilter(change, filter);  // not a comment, say
-  }
+  std::vector<FieldFilter> ConcernFilters() const override { return filter; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
-    if (!Concerns(change)) return Status::Ok();
+    if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
     auto source = ctx.Read(change.container, change.partition_key, change.id);
     if (!source.ok()) return source.status();
     std::optional<std::string> copy_pk;

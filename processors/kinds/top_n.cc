@@ -63,12 +63,10 @@ class TopN : public ProcessorKind, public views::CopySettings {
   // within 100 ms (bench/views_bench.sh).
   size_t MaxBatch() const override { return 256; }
 
-  bool Concerns(const Change& change) const override {
-    return !views::OutsideFilter(change, filter);  // not a comment, say
-  }
+  std::vector<FieldFilter> ConcernFilters() const override { return filter; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
-    if (!Concerns(change)) return Status::Ok();
+    if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say
     // A change that left the item competing at the same rank in the same
     // partition (a count increment, say) can only update a copy: a
     // non-member stays out, so the copy decides whether the source is worth

@@ -23,6 +23,7 @@
 #include "fake_change_source.h"
 #include "fake_view_context.h"
 #include "processors/commit_change_source.h"
+#include "processors/kinds/view_helpers.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
@@ -99,19 +100,16 @@ MirrorLog& Log() {
 // Mirrors every item of `source_container` into `target_container` as
 // {id, pk: <source partition key>, value, _sourceLsn}; ordering key = the
 // source's partition key. Settings: source_container, target_container, tag.
-// A change whose after-image has the value kUnconcerned is not its concern.
+// Setting concern_filter (field=value): ConcernFilters().
 class MirrorKind : public ProcessorKind {
  public:
-  static constexpr const char* kUnconcerned = "unconcerned";
   std::string source, target, tag;
+  std::vector<FieldFilter> concern;
 
   std::vector<std::string> SourceContainers() const override { return {source}; }
   std::vector<std::string> TargetContainers() const override { return {target}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key; }
-  bool Concerns(const Change& c) const override {
-    const boost::json::value* value = c.after ? c.after->if_contains("value") : nullptr;
-    return value == nullptr || *value != kUnconcerned;
-  }
+  std::vector<FieldFilter> ConcernFilters() const override { return concern; }
 
   Status Apply(const Change& c, ViewContext& ctx) const override {
     {
@@ -176,6 +174,9 @@ Result<std::unique_ptr<ProcessorKind>> MakeMirror(const ProcessorSettings& s,
   kind->source = s.Optional("source_container", "posts");
   kind->target = s.Optional("target_container", "mirror");
   kind->tag = s.Optional("tag", "");
+  auto concern = views::ParseFilter(s, "concern_filter");
+  if (!concern.ok()) return concern.status();
+  kind->concern = std::move(*concern);
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }
 
@@ -684,26 +685,31 @@ TEST_F(RuntimeTest, AnInstanceAppliesWhatItsSourceHandsItAndAcknowledgesW) {
   EXPECT_EQ(feed->synced, 3u);
 }
 
-// A change the kind says is not its concern never reaches an applier (no
-// Apply, no view write), yet counts as applied and W moves past it.
-TEST_F(RuntimeTest, AChangeTheKindDoesNotConcernIsAppliedWithoutAnApply) {
-  ProcessorInstance* mirror = StartMirror("one");
+// A change outside the kind's concern (ConcernFilters) never reaches an
+// applier (no Apply, no view write), yet counts as applied and W moves
+// past it; one that left the filter, or whose images are missing, does.
+TEST_F(RuntimeTest, AChangeOutsideTheKindsConcernIsAppliedWithoutAnApply) {
+  ProcessorSettings s;
+  s.values = {{"source_container", "posts"},
+              {"target_container", "mirror"},
+              {"concern_filter", "type=note"}};
+  ProcessorInstance* mirror = Start("mirror", "test_mirror", s);
   ASSERT_NE(mirror, nullptr);
+  object other = Note("k1", "o1", "a");
+  other["type"] = "other";
   Upsert("posts", Note("k1", "n1", "a"));
-  Upsert("posts", Note("k1", "n2", MirrorKind::kUnconcerned));
-  const Lsn head = Upsert("posts", Note("k1", "n3", "b"));
-  ASSERT_TRUE(WaitApplied(*mirror, head));
-  EXPECT_TRUE(Get("mirror", "k1", "n1"));
-  EXPECT_FALSE(Get("mirror", "k1", "n2"));
-  EXPECT_TRUE(Get("mirror", "k1", "n3"));
-  {
-    std::lock_guard<std::mutex> lock(Log().mutex);
-    EXPECT_EQ(Log().attempts.count("n2"), 0u);
-    EXPECT_EQ(Log().attempts["n1"], 1);
-  }
+  Upsert("posts", other);                  // neither image a note
+  Upsert("posts", Note("k1", "n2", "a"));  // a note, then
+  object demoted = Note("k1", "n2", "b");
+  demoted["type"] = "other";
+  Upsert("posts", demoted);  // ... no longer
   ASSERT_TRUE(Quiescent({mirror}));
-  EXPECT_EQ(mirror->GetStatus().applied, 3u);
   EXPECT_EQ(mirror->applied(), store_->HeadLsn());  // past the mirror's own writes too
+  EXPECT_EQ(mirror->GetStatus().applied, 4u);
+  std::lock_guard<std::mutex> lock(Log().mutex);
+  EXPECT_EQ(Log().attempts.count("o1"), 0u);
+  EXPECT_EQ(Log().attempts["n1"], 1);
+  EXPECT_EQ(Log().attempts["n2"], 2);
 }
 
 // A record whose envelope cannot be read is parked, not skipped: W moves
