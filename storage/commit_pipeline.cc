@@ -303,7 +303,7 @@ Result<PatchedItem> Patch(const ContainerSpec& spec, const WriteOp& op, StoredVe
 
 }  // namespace
 
-std::optional<rocksdb::WriteBatch> CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch) {
+bool CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::WriteBatch* sorted) {
   if (cf_handles_.empty()) {
     cf_handles_[db_->meta()->GetID()] = db_->meta();
     cf_handles_[db_->feed()->GetID()] = db_->feed();
@@ -314,43 +314,41 @@ std::optional<rocksdb::WriteBatch> CommitPipeline::SortedByKey(const rocksdb::Wr
   }
   BatchRecords records;
   records.records.reserve(batch.Count());
-  if (!batch.Iterate(&records).ok()) return std::nullopt;
+  if (!batch.Iterate(&records).ok()) return false;
   std::stable_sort(records.records.begin(), records.records.end(),
                    [](const BatchRecords::Record& a, const BatchRecords::Record& b) {
                      if (a.cf != b.cf) return a.cf < b.cf;
                      return a.key.compare(b.key) < 0;
                    });
-  std::optional<rocksdb::WriteBatch> sorted(std::in_place, batch.GetDataSize());
   for (const BatchRecords::Record& r : records.records) {
     auto handle = cf_handles_.find(r.cf);
-    if (handle == cf_handles_.end()) return std::nullopt;
+    if (handle == cf_handles_.end()) return false;
     rocksdb::Status s = r.is_delete ? sorted->Delete(handle->second, r.key)
                                     : sorted->Put(handle->second, r.key, r.value);
-    if (!s.ok()) return std::nullopt;
+    if (!s.ok()) return false;
   }
-  return sorted;
+  return true;
 }
 
 // Evaluates the requests of one group into one WriteBatch.
 class CommitPipeline::GroupBuilder {
  public:
   // `collect_records`: keep each change's record for the commit listeners.
-  // `reserve_bytes`: what the batch will about hold (a big import batch
-  // would otherwise be copied each time it doubles).
+  // `batch`: empty; the group is added to it.
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
-               bool collect_records, size_t reserve_bytes)
+               bool collect_records, rocksdb::WriteBatch* batch)
       : db_(db),
         options_(options),
         next_lsn_(next_lsn),
         ts_ms_(ts_ms),
         records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr),
-        batch_(reserve_bytes) {}
+        batch_(batch) {}
 
   // Adds every one of `requests` (and `view`'s watermark, when given) to the
   // batch, or leaves the batch untouched and returns the failure.
   WriteResult Add(std::span<const WriteRequest> requests, const ViewWrite* view) {
     WriteResult result;
-    batch_.SetSavePoint();
+    batch_->SetSavePoint();
     undo_.clear();
     request_changes_.clear();
     const Lsn first_lsn = next_lsn_;
@@ -377,7 +375,7 @@ class CommitPipeline::GroupBuilder {
         result.results.push_back(std::move(op_result));
       }
       if (!s.ok()) {
-        batch_.RollbackToSavePoint();
+        batch_->RollbackToSavePoint();
         for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
           if (it->second)
             overlay_[it->first] = *it->second;
@@ -394,10 +392,10 @@ class CommitPipeline::GroupBuilder {
       }
     }
     if (view != nullptr) {
-      batch_.Put(db_->meta(), std::string(kf::kMetaConsumerPrefix) + view->consumer,
-                 kf::EncodeU64(view->consumer_acked));
+      batch_->Put(db_->meta(), std::string(kf::kMetaConsumerPrefix) + view->consumer,
+                  kf::EncodeU64(view->consumer_acked));
     }
-    batch_.PopSavePoint();
+    batch_->PopSavePoint();
     for (const auto& [container, op, pk] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
       written_.emplace_back(container, *pk);
@@ -405,7 +403,7 @@ class CommitPipeline::GroupBuilder {
     return result;
   }
 
-  rocksdb::WriteBatch* batch() { return &batch_; }
+  rocksdb::WriteBatch* batch() { return batch_; }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
   // (container index, partition key) of each change of the added requests:
@@ -515,11 +513,11 @@ class CommitPipeline::GroupBuilder {
                  after ? std::optional<std::string_view>(*after) : std::nullopt);
 
     if (is_delete) {
-      batch_.Delete(c.items, key);
+      batch_->Delete(c.items, key);
       Remember(c, key, std::nullopt);
     } else {
       std::string stored_value = kf::ItemValue(lsn, *after);
-      batch_.Put(c.items, key, stored_value);
+      batch_->Put(c.items, key, stored_value);
       Remember(c, key, std::move(stored_value));
       if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
       out->item_lsn = lsn;
@@ -534,8 +532,8 @@ class CommitPipeline::GroupBuilder {
                          const IndexValues& old_values, const IndexValues& new_values) {
     for (size_t i = 0; i < c.indexes.size(); ++i) {
       if (old_values[i] == new_values[i]) continue;
-      if (old_values[i]) batch_.Delete(c.indexes[i].cf, kf::IndexKey(*old_values[i], pk, id));
-      if (new_values[i]) batch_.Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
+      if (old_values[i]) batch_->Delete(c.indexes[i].cf, kf::IndexKey(*old_values[i], pk, id));
+      if (new_values[i]) batch_->Put(c.indexes[i].cf, kf::IndexKey(*new_values[i], pk, id), "");
     }
   }
 
@@ -548,7 +546,7 @@ class CommitPipeline::GroupBuilder {
         Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, imported, before, after);
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
-    batch_.Put(db_->feed(), kf::FeedKey(lsn), feed_value);
+    batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
     request_changes_.push_back({c.index, change_op, &pk});
     if (records_) {
       records_->push_back(
@@ -570,7 +568,7 @@ class CommitPipeline::GroupBuilder {
   std::vector<RequestChange> request_changes_;           // of the request being added
   std::map<size_t, std::array<uint64_t, 3>> changes_;    // of the added requests
   std::vector<std::pair<size_t, std::string>> written_;  // of the added requests
-  rocksdb::WriteBatch batch_;
+  rocksdb::WriteBatch* const batch_;
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
 };
@@ -850,7 +848,9 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       }
     }
   }
-  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(), reserve);
+  rocksdb::WriteBatch ordinary;  // a few KiB: new for each group
+  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(),
+                       import ? import_batch_.Take(reserve) : &ordinary);
   std::vector<WriteResult> results;
   results.reserve(requests);
   if (import) {
@@ -882,9 +882,12 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     // An import's keys are scattered over the memtables; written in key
     // order they go in several times faster (the skip list's last insert
     // position is reused). Same records, same single WriteBatch.
-    std::optional<rocksdb::WriteBatch> sorted;
-    if (import) sorted = SortedByKey(*builder.batch());
-    rocksdb::Status s = db_->db()->Write(wo, sorted ? &*sorted : builder.batch());
+    rocksdb::WriteBatch* written = builder.batch();
+    if (import) {
+      rocksdb::WriteBatch* sorted = import_sorted_.Take(written->GetDataSize());
+      if (SortedByKey(*written, sorted)) written = sorted;
+    }
+    rocksdb::Status s = db_->db()->Write(wo, written);
     if (options_.on_group_commit) {
       options_.on_group_commit(
           requests,

@@ -54,6 +54,7 @@
 #include "storage/change_record.h"
 #include "storage/churn_flush.h"
 #include "storage/query_cache.h"
+#include "storage/reused_write_batch.h"
 #include "storage/rocks_database.h"
 #include "storage/space_reserve.h"
 #include "storage/store_options.h"
@@ -138,10 +139,10 @@ class CommitPipeline {
   // Commit thread, with unsynced groups: syncs the WAL, then publishes; on
   // failure the pipeline is failed (as after a failed write).
   Status SyncUnsynced();
-  // Commit thread: `batch` (Puts and Deletes) with its records in (column
-  // family, key) order, records of one key in their order; nullopt when it
-  // holds anything else.
-  std::optional<rocksdb::WriteBatch> SortedByKey(const rocksdb::WriteBatch& batch);
+  // Commit thread: adds to the empty `sorted` the records of `batch` (Puts
+  // and Deletes) in (column family, key) order, records of one key in their
+  // order; false when `batch` holds anything else.
+  bool SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::WriteBatch* sorted);
   // Commit thread, while failed: asks RocksDB to resume; on success
   // re-reads the head LSN and accepts writes again.
   void TryRecover();
@@ -175,6 +176,11 @@ class CommitPipeline {
   uint64_t last_ts_ms_ = 0;  // commit thread only
   // Commit thread only: column family handles by id (SortedByKey).
   std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
+  // Commit thread only: an import group's batch and its sorted copy (each
+  // about twice import.batch_mb). Kept from one import group to the next,
+  // so their memory is not taken fresh from the kernel, page fault by page
+  // fault, for every group.
+  ReusedWriteBatch import_batch_, import_sorted_;
   Status failure_;          // guarded by mutex_: the failed write's error
   bool permanent_ = false;  // guarded by mutex_: RocksDB cannot resume
 

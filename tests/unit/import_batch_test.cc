@@ -183,6 +183,27 @@ TEST_F(ImportBatchTest, AnExistingItemIsSkippedWithoutAChangeSoARerunDuplicatesN
   EXPECT_TRUE(ByStatus("changed").empty());
 }
 
+// Import groups reuse their WriteBatch buffers: nothing of a bigger earlier
+// batch is written again with a smaller later one (a deleted item stays
+// deleted, the head and the feed are the later batch's).
+TEST_F(ImportBatchTest, ASmallerBatchAfterABigOneWritesOnlyItsOwnRecords) {
+  ASSERT_TRUE(IsOk(store_->WriteImport(Orders(0, 200)).status));
+  WriteOp remove;
+  remove.kind = WriteOpKind::kDelete;
+  remove.id = "o3";
+  ASSERT_TRUE(IsOk(store_->Write(WriteRequest{"orders", "c3", {remove}}).status));
+  ASSERT_TRUE(IsOk(store_->WriteImport(Orders(200, 202)).status));
+  EXPECT_EQ(store_->HeadLsn(), 203u);
+  std::string json;
+  EXPECT_TRUE(HasCode(store_->Read("orders", "c3", "o3", &json), ErrorCode::kNotFound));
+  EXPECT_EQ(Feed().size(), 203u);
+  EXPECT_EQ(ByStatus("open").size(), 201u);
+  Open(Options());  // and so it stays, from the WAL
+  EXPECT_EQ(store_->HeadLsn(), 203u);
+  EXPECT_TRUE(HasCode(store_->Read("orders", "c3", "o3", &json), ErrorCode::kNotFound));
+  EXPECT_EQ(Feed().size(), 203u);
+}
+
 TEST_F(ImportBatchTest, ADuplicateIdWithinOneBatchIsSkippedOrAConflict) {
   ImportBatch batch;
   batch.requests.push_back(ImportRequest(Order(1)));
