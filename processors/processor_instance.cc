@@ -24,7 +24,6 @@ namespace feedd {
 namespace {
 
 constexpr size_t kReadBatch = 1000;
-constexpr size_t kMaxPending = 20000;  // back-pressure on the source
 // How long the source thread waits for a change before it acknowledges
 // (records) W again; an idle instance wakes at this rate only.
 constexpr auto kIdleWait = std::chrono::seconds(1);
@@ -283,6 +282,7 @@ class ProcessorInstance::Impl {
     Acknowledge(true);
     std::lock_guard<std::mutex> lock(track_mutex_);
     pending_.clear();
+    in_flight_ = 0;
   }
 
   // A cancelled run (AdminRun::stop) commits nothing more; it keeps what
@@ -358,12 +358,14 @@ class ProcessorInstance::Impl {
   bool Track(Lsn lsn, uint64_t ts_ms) {
     std::lock_guard<std::mutex> lock(track_mutex_);
     if (lsn <= watermark_) return false;
-    return pending_.emplace(lsn, PendingEntry{false, ts_ms}).second;
+    if (!pending_.emplace(lsn, PendingEntry{false, ts_ms}).second) return false;
+    ++in_flight_;
+    return true;
   }
 
-  size_t PendingCount() {
+  bool SourceMustWait() {
     std::lock_guard<std::mutex> lock(track_mutex_);
-    return pending_.size();
+    return in_flight_ >= config_.max_in_flight || pending_.size() >= config_.max_tracked;
   }
 
   void Done(Lsn lsn) {
@@ -373,7 +375,10 @@ class ProcessorInstance::Impl {
       // <= W or pending: never tracked twice.
       std::lock_guard<std::mutex> lock(track_mutex_);
       auto it = pending_.find(lsn);
-      if (it != pending_.end()) it->second.done = true;
+      if (it != pending_.end() && !it->second.done) {
+        it->second.done = true;
+        --in_flight_;
+      }
       while (!pending_.empty() && pending_.begin()->second.done &&
              pending_.begin()->first == watermark_ + 1) {
         watermark_ = pending_.begin()->first;
@@ -513,7 +518,7 @@ class ProcessorInstance::Impl {
         if (!stopping_) source_->Seek(next_);  // ends the Interrupt() of Pause()
         continue;
       }
-      if (PendingCount() >= kMaxPending) {
+      if (SourceMustWait()) {
         WaitForProgress();
         continue;
       }
@@ -611,6 +616,7 @@ class ProcessorInstance::Impl {
   mutable std::mutex track_mutex_;
   Lsn watermark_ = 0;                    // W; GUARDED_BY(track_mutex_)
   std::map<Lsn, PendingEntry> pending_;  // LSNs above W being applied
+  size_t in_flight_ = 0;                 // of them not done; GUARDED_BY(track_mutex_)
 
   std::atomic<uint64_t> rebuilds_{0};
 

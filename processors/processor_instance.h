@@ -60,7 +60,13 @@ struct ProcessorConfig {
   size_t parallelism = 4;                       // worker threads
   int max_attempts = 5;                         // before a change is parked
   std::chrono::milliseconds retry_backoff{50};  // doubled per attempt
-  ProcessorSettings settings;                   // the kind's settings
+  // Back-pressure: the source takes no more changes while max_in_flight
+  // are handed to the appliers and not applied, or while max_tracked LSNs
+  // above W are remembered (applied ones wait there for an earlier change:
+  // those a kind passes over no longer count as in flight).
+  size_t max_in_flight = 20000;
+  size_t max_tracked = 200000;
+  ProcessorSettings settings;  // the kind's settings
   // Where lag and commit-to-view latency are measured from (the store's
   // clock stamps the changes); not owned.
   Clock* clock = Clock::System();

@@ -712,6 +712,48 @@ TEST_F(RuntimeTest, AChangeOutsideTheKindsConcernIsAppliedWithoutAnApply) {
   EXPECT_EQ(Log().attempts["n2"], 2);
 }
 
+// Back-pressure counts the changes in flight: changes the kind passes over
+// behind a blocked one hold memory for their LSN only, so the source goes
+// on taking them, up to max_tracked, and later changes are applied.
+TEST_F(RuntimeTest, ChangesPassedOverBehindABlockedOneDoNotStopTheSource) {
+  ProcessorConfig config;
+  config.name = "mirror";
+  config.kind = "test_mirror";
+  config.parallelism = 8;
+  config.retry_backoff = 1ms;
+  config.clock = clock_;
+  config.max_in_flight = 10;
+  config.max_tracked = 1000;
+  config.settings.name = "mirror";
+  config.settings.values = {{"source_container", "posts"},
+                            {"target_container", "mirror"},
+                            {"concern_filter", "type=note"}};
+  auto kind = ProcessorRegistry::Create("test_mirror", config.settings, store_->containers());
+  ASSERT_TRUE(kind.ok());
+  auto source = std::make_unique<CommitChangeSource>(
+      store_.get(), CommitChangeSource::Options{ProcessorInstance::ConsumerName("mirror")});
+  instances_.push_back(std::make_unique<ProcessorInstance>(store_.get(), config, std::move(*kind),
+                                                           std::move(source)));
+  ProcessorInstance* mirror = instances_.back().get();
+  ASSERT_TRUE(IsOk(mirror->Start()));
+  Log().Block("n1");
+  Upsert("posts", Note("k1", "n1", "a"));  // blocks its applier
+  ASSERT_TRUE(Eventually([] { return Log().Entered("n1"); }));
+  for (int i = 0; i < 20; ++i) {
+    object other = Note("k1", "o" + std::to_string(i), "a");
+    other["type"] = "other";
+    Upsert("posts", other);
+  }
+  // Other keys: most go to other appliers than n1's.
+  for (int k = 2; k < 10; ++k) Upsert("posts", Note("k" + std::to_string(k), "n", "b"));
+  EXPECT_TRUE(Eventually([&] { return !All("mirror").empty(); }));
+  EXPECT_EQ(mirror->applied(), 0u);  // W waits for n1
+  Log().Release("n1");
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_TRUE(Get("mirror", "k1", "n1"));
+  EXPECT_EQ(mirror->GetStatus().applied, 29u);
+}
+
 // A record whose envelope cannot be read is parked, not skipped: W moves
 // past it (it is kept in the store), and it is listed as parked.
 TEST_F(RuntimeTest, ARecordTheInstanceCannotReadIsParkedNotSkipped) {
