@@ -35,7 +35,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key + "/" + c.id; }
   // Apply() reads its view only through Read() and keeps no state of its own.
-  size_t MaxBatch() const override { return 32; }
+  size_t MaxBatch() const override { return 256; }
 
   std::vector<FieldFilter> ConcernFilters() const override { return filter; }
 
