@@ -246,8 +246,10 @@ class ProgressView {
   std::chrono::steady_clock::time_point last_;
 };
 
-// How often a running job is asked for.
-constexpr std::chrono::milliseconds kPollEvery(200);
+// How long feedctl waits before asking for a running job again: 5 ms at
+// first, so that a short job (a small import) is seen ending at once, then
+// twice as long each time, up to 200 ms.
+constexpr std::chrono::milliseconds kFirstPoll(5), kPollEvery(200);
 
 // The end of a job: its result, or the error it failed with (and the
 // partial result of a job that has one, e.g. an import's report).
@@ -265,9 +267,11 @@ std::optional<JobEnd> FollowJob(Session& session, boost::json::object job, bool 
                                 Reply* refused) {
   const std::string id = Str(job.at("id"));
   ProgressView view;
+  std::chrono::milliseconds wait = kFirstPoll;
   while (Str(job.at("state")) == "running") {
     if (progress) view.Show(job);
-    std::this_thread::sleep_for(kPollEvery);
+    std::this_thread::sleep_for(wait);
+    wait = std::min(2 * wait, kPollEvery);
     Reply got = session.Call("GET", JobPath(id));
     if (!got.ok()) {
       *refused = std::move(got);
