@@ -76,6 +76,10 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     table.cache_index_and_filter_blocks = true;
     table.pin_l0_filter_and_index_blocks_in_cache = true;
     if (bloom) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    if (bloom) {
+      cf.memtable_whole_key_filtering = true;
+      cf.memtable_prefix_bloom_size_ratio = 0.02;
+    }
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     // An SST file where deletes are dense (a rewritten view such as `feed`,
     // flushed by ChurnFlush) is compacted soon, dropping them.

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -355,6 +357,31 @@ TEST_F(StoreTest, FreshStoreIsEmptyAndHealthy) {
   ASSERT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
   EXPECT_TRUE(page.records.empty());
   EXPECT_EQ(page.next, 1u);
+}
+
+// The items' column families, where every write first looks its key up
+// (most often absent in an import), have a memtable bloom filter; the
+// feed's and the indexes' (never read by key before a write) have none.
+TEST_F(StoreTest, OnlyTheItemsFamiliesHaveAMemtableBloomFilter) {
+  std::string newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("OPTIONS-", 0) == 0 && name > newest) newest = name;
+  }
+  ASSERT_FALSE(newest.empty());
+  std::ifstream in(dir_.path() + "/" + newest);
+  std::map<std::string, std::string> filtering;  // family -> its setting
+  std::string line, family;
+  while (std::getline(in, line)) {
+    if (line.rfind("[CFOptions \"", 0) == 0) family = line.substr(12, line.size() - 14);
+    const std::string key = "  memtable_whole_key_filtering=";
+    if (!family.empty() && line.rfind(key, 0) == 0) filtering[family] = line.substr(key.size());
+  }
+  ASSERT_EQ(filtering.count("items.posts"), 1u);
+  for (const auto& [name, value] : filtering) {
+    EXPECT_EQ(value, name.rfind("items.", 0) == 0 ? "true" : "false") << name;
+  }
+  EXPECT_EQ(filtering.at("feed"), "false");
 }
 
 TEST_F(StoreTest, OpenFailsForUnusableDataDir) {
