@@ -177,7 +177,7 @@ TEST_F(ConcernFilterTest, TheTextNeverRulesOutAChangeTheParsedImagesKeep) {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
-  EXPECT_GT(records, 700u);  // all but the deletes of missing items
+  EXPECT_GT(records, 700u);    // all but the deletes of missing items
   EXPECT_GT(ruled_out, 800u);  // the test rules things out, or it proves nothing
 }
 
