@@ -43,7 +43,10 @@ namespace ssl = asio::ssl;
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr size_t kLingerMaxBytes = 16 * 1024 * 1024;
 constexpr size_t kLingerChunk = 16 * 1024;
-constexpr size_t kStreamPieceBytes = 64 * 1024;  // a BodyStream's pieces, at most
+// A BodyStream's pieces, at most, and what one read of a streamed body asks
+// the socket for (Beast reads no more than the buffer's free capacity, at
+// least 512 bytes: an import read 512 bytes per system call).
+constexpr size_t kStreamPieceBytes = 64 * 1024;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr int kLogIntervalSeconds = 10;  // for repeated warnings
 
@@ -332,6 +335,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     parser_.reset();
     stream_parser_->body_limit(boost::none);
     piece_.resize(kStreamPieceBytes);
+    buffer_.reserve(buffer_.size() + kStreamPieceBytes);
     ++state_->in_flight;
     in_flight_ = true;
     if (expects_continue) {
@@ -385,6 +389,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
 
   void EndStream(Status error) {
     tcp_layer().expires_never();
+    buffer_.shrink_to_fit();  // an idle connection holds no stream's buffer
+    std::string().swap(piece_);
     if (!error.ok() || stopped_reading_) keep_alive_ = false;
     std::unique_ptr<BodyStream> body_stream = std::move(body_stream_);
     try {
