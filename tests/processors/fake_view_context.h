@@ -240,6 +240,13 @@ class FakeViewContext : public ViewContext {
   void FailNextCommits(int n) { fail_commits_ = n; }
   // Read() and Query() calls so far (including failed ones).
   size_t reads() const { return reads_; }
+  // Query() calls of `container` across partitions with an order_by: a
+  // store answers each page of one by scanning the whole container (no
+  // index orders it).
+  size_t ordered_scans(const std::string& container) const {
+    auto it = ordered_scans_.find(container);
+    return it == ordered_scans_.end() ? 0 : it->second;
+  }
 
   // ================= ViewContext =================
 
@@ -259,6 +266,7 @@ class FakeViewContext : public ViewContext {
 
   Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) override {
     if (Status s = ReadGate(container); !s.ok()) return s;
+    if (!spec.partition_key && spec.order_by) ++ordered_scans_[container];
     if (spec.limit < 1 || spec.limit > kMaxQueryLimit) {
       return Status(ErrorCode::kInvalidQuery, "'limit' must be an integer from 1 to 1000");
     }
@@ -436,6 +444,7 @@ class FakeViewContext : public ViewContext {
   int fail_commits_ = 0;
   std::set<std::string> fail_writes_;
   size_t reads_ = 0;
+  std::map<std::string, size_t> ordered_scans_;
 };
 
 }  // namespace feedd::proctest

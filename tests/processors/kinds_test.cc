@@ -1377,6 +1377,22 @@ TEST_F(FeedTest, RebuildFromScratchEqualsTheIncrementalResult) {
   }
 }
 
+// Rebuild and verify read the sources in one scan and rank them in memory:
+// an ordered query across partitions costs a scan of the container per
+// page (verify of SF 0.1's 17.5 M items ran at 91 items/s).
+TEST_F(FeedTest, RebuildAndVerifyReadTheSourcesWithoutAnOrderedScan) {
+  Make(3);
+  FakeViewContext ctx;
+  for (const Change& c : History(ctx)) ASSERT_TRUE(IsOk(ctx.Run(*kind_, c)));
+  const size_t before = ctx.ordered_scans("posts");
+  ASSERT_TRUE(IsOk(kind_->Rebuild(ctx)));
+  ASSERT_TRUE(IsOk(ctx.Commit()));
+  std::vector<std::string> differences;
+  ASSERT_TRUE(IsOk(kind_->Verify(ctx, &differences)));
+  EXPECT_TRUE(differences.empty());
+  EXPECT_EQ(ctx.ordered_scans("posts"), before);
+}
+
 // A rebuild computes the view aside and writes only the difference, in one
 // commit: nothing for a right view, so readers and Kafka consumers see no
 // intermediate state.
