@@ -560,11 +560,7 @@ class ProcessorInstance::Impl {
       Done(record.lsn);
       return;
     }
-    if (!concern_.MayConcern(record)) {
-      ++applied_count_;
-      Done(record.lsn);
-      return;
-    }
+    if (!concern_.MayConcern(record)) return PassOver(record.lsn);
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
@@ -582,12 +578,14 @@ class ProcessorInstance::Impl {
                      change.status().ToString());
       return;
     }
-    if (!concern_.Concerns(*change)) {
-      ++applied_count_;
-      Done(record.lsn);
-      return;
-    }
+    if (!concern_.Concerns(*change)) return PassOver(record.lsn);
     changes->push_back(std::move(*change));
+  }
+
+  // A change outside the kind's concern: applied, without an applier.
+  void PassOver(Lsn lsn) {
+    ++applied_count_;
+    Done(lsn);
   }
 
   // ---- status ----

@@ -312,6 +312,12 @@ class RuntimeTest : public ::testing::Test {
   ProcessorInstance* Start(const std::string& name, const std::string& kind,
                            const ProcessorSettings& settings, size_t parallelism = 2,
                            int max_attempts = 3, std::unique_ptr<ChangeSource> source = nullptr) {
+    return Start(Config(name, kind, settings, parallelism, max_attempts), std::move(source));
+  }
+
+  ProcessorConfig Config(const std::string& name, const std::string& kind,
+                         const ProcessorSettings& settings, size_t parallelism = 2,
+                         int max_attempts = 3) {
     ProcessorConfig config;
     config.name = name;
     config.kind = kind;
@@ -321,7 +327,12 @@ class RuntimeTest : public ::testing::Test {
     config.settings = settings;
     config.clock = clock_;
     config.settings.name = name;
-    auto made = ProcessorRegistry::Create(kind, config.settings, store_->containers());
+    return config;
+  }
+
+  ProcessorInstance* Start(ProcessorConfig config, std::unique_ptr<ChangeSource> source = nullptr) {
+    const std::string name = config.name;
+    auto made = ProcessorRegistry::Create(config.kind, config.settings, store_->containers());
     EXPECT_TRUE(made.ok()) << made.status().ToString();
     if (!made.ok()) return nullptr;
     if (!source) {
@@ -716,26 +727,15 @@ TEST_F(RuntimeTest, AChangeOutsideTheKindsConcernIsAppliedWithoutAnApply) {
 // behind a blocked one hold memory for their LSN only, so the source goes
 // on taking them, up to max_tracked, and later changes are applied.
 TEST_F(RuntimeTest, ChangesPassedOverBehindABlockedOneDoNotStopTheSource) {
-  ProcessorConfig config;
-  config.name = "mirror";
-  config.kind = "test_mirror";
-  config.parallelism = 8;
-  config.retry_backoff = 1ms;
-  config.clock = clock_;
+  ProcessorSettings s;
+  s.values = {{"source_container", "posts"},
+              {"target_container", "mirror"},
+              {"concern_filter", "type=note"}};
+  ProcessorConfig config = Config("mirror", "test_mirror", s, /*parallelism=*/8);
   config.max_in_flight = 10;
   config.max_tracked = 1000;
-  config.settings.name = "mirror";
-  config.settings.values = {{"source_container", "posts"},
-                            {"target_container", "mirror"},
-                            {"concern_filter", "type=note"}};
-  auto kind = ProcessorRegistry::Create("test_mirror", config.settings, store_->containers());
-  ASSERT_TRUE(kind.ok());
-  auto source = std::make_unique<CommitChangeSource>(
-      store_.get(), CommitChangeSource::Options{ProcessorInstance::ConsumerName("mirror")});
-  instances_.push_back(std::make_unique<ProcessorInstance>(store_.get(), config, std::move(*kind),
-                                                           std::move(source)));
-  ProcessorInstance* mirror = instances_.back().get();
-  ASSERT_TRUE(IsOk(mirror->Start()));
+  ProcessorInstance* mirror = Start(std::move(config));
+  ASSERT_NE(mirror, nullptr);
   Log().Block("n1");
   Upsert("posts", Note("k1", "n1", "a"));  // blocks its applier
   ASSERT_TRUE(Eventually([] { return Log().Entered("n1"); }));
