@@ -19,6 +19,8 @@ PACKAGES=(
   clang-format clang-tidy
   # tests and benchmarks: a real HTTP client and Kafka clients, wrk, nginx
   python3 python3-kafka python3-lz4 kcat wrk nginx-light prometheus
+  # the benchmarks' charts (bench/scenario, bench/peer/postgres)
+  gnuplot-nox
   # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its
   # client tools (psql, pgbench, pg_recvlogical) and the wal2json plugin
   postgresql-15 postgresql-client-15 postgresql-15-wal2json

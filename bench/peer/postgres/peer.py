@@ -11,8 +11,9 @@ denormalized fields in the writing transaction, indexes answer Q3 and Q6) and
 a wal2json slot consumed by pg_recvlogical during the write runs; feedd with
 storage.sync=true on its embedded defaults (embedded broker, the three
 processors). The same data set (bench/scenario's generator, seed 42) is loaded
-into both - PostgreSQL by COPY, then indexes and triggers; feedd over HTTP
-(generate.py), unless --feedd-data gives a loaded copy.
+into both, each by its bulk path - PostgreSQL by COPY, then indexes and
+triggers; feedd by `feedctl import` of NDJSON with its views following -
+unless --feedd-data gives a loaded copy.
 
 Per round, each system on a fresh copy of its loaded data, taking turns
 (which goes first alternates): renames of random users on one connection
@@ -28,7 +29,8 @@ backend; feedd: the daemon) and the client's (pgbench / wrk, on the same box);
 after a write run, how long until the change feed is consumed (the slot's
 confirmed position reaches the WAL's end) resp. every view is current
 (processors' lag 0). Prints a table of medians over the rounds with the ratio
-feedd / PostgreSQL, and writes DIR/peer.json and DIR/peer.md.
+feedd / PostgreSQL, and writes DIR/peer.json, DIR/peer.md and, with gnuplot,
+the charts DIR/latency.png and DIR/throughput.png (their data in DIR/*.dat).
 """
 
 import argparse
@@ -89,6 +91,24 @@ def server_cpu(root_pid):
             if ppid == root_pid:
                 total += t[0] + t[1]
     return total / TICK
+
+
+def pss_mib(root_pid):
+    """Proportional set size of `root_pid` and its live children, in MiB: the
+    memory a server's processes hold, shared pages (PostgreSQL's shared
+    buffers) counted once."""
+    def pss(pid):
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+    total = pss(root_pid)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != root_pid:
+            try:
+                if proc_stat(int(entry))[0] == root_pid:
+                    total += pss(int(entry))
+            except (OSError, ValueError, StopIteration):
+                continue
+    return total / 1024.0
 
 
 def children_cpu():
@@ -265,6 +285,7 @@ def pgbench(pg, scripts, conns, seconds, nusers, nposts, work):
 class Feedd:
     def __init__(self, binary, work):
         self.binary, self.work = binary, work
+        self.feedctl = os.path.join(os.path.dirname(binary), "feedctl")
         self.data = os.path.join(work, "feedd-data")
         self.proc = None
 
@@ -294,21 +315,37 @@ class Feedd:
     def cpu(self):
         return sum(proc_stat(self.proc.pid)[1][:2]) / TICK
 
+    def peak_rss(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
     def lag(self):
         return D.processors_lag(self.api)
 
 
-def load_feedd(fd, sf):
+def load_feedd(fd, sf, ndjson_dir):
+    """The bulk import, as a user moves a data set in: the same items as
+    NDJSON (bench/scenario/ndjson.py, not timed, as the CSV for COPY is not),
+    then `feedctl import` of users and posts, until every view is current."""
+    t0 = time.monotonic()
+    run([sys.executable, os.path.join(ROOT, "bench", "scenario", "ndjson.py"), "--sf", str(sf),
+         "--out", ndjson_dir], stdout=subprocess.DEVNULL)
+    gen_s = time.monotonic() - t0
     fd.start()
     t0 = time.monotonic()
-    run([sys.executable, os.path.join(ROOT, "bench", "scenario", "generate.py"), "--api", fd.api,
-         "--sf", str(sf), "--mode", "v3"], stdout=subprocess.DEVNULL)
+    for container in ("users", "posts"):
+        run([fd.feedctl, "--api", fd.api, "import", "--no-progress", container,
+             os.path.join(ndjson_dir, container + ".ndjson")], stdout=subprocess.DEVNULL)
+    import_s = time.monotonic() - t0
     while fd.lag() > 0:
         time.sleep(0.05)
     load_s = time.monotonic() - t0
     S.settle(fd.api, fd.metrics, log=lambda *a: None)
+    peak_rss = fd.peak_rss()
     fd.stop()
-    return {"load_s": load_s, "disk_bytes": du(fd.data)}
+    shutil.rmtree(ndjson_dir)
+    return {"load_s": load_s, "import_s": import_s, "generate_s": gen_s,
+            "peak_rss_bytes": peak_rss, "disk_bytes": du(fd.data)}
 
 
 def wrk(fd, mix, conns, seconds, keys, nusers):
@@ -398,6 +435,7 @@ def one_round(pg, fd, args, meta, first):
             r["drain_s"] = until(lambda: pg.slot_reached(end), timeout=60)
             pg.stop_consumer()
             add("postgres", "write c%d" % conns, r)
+        add("postgres", "memory", {"pss_mib": pss_mib(pg.postmaster)})
         pg.stop()
 
     def feedd_side():
@@ -415,6 +453,7 @@ def one_round(pg, fd, args, meta, first):
             r = wrk(fd, "write", conns, args.seconds, args.keys, meta["users"])
             r["drain_s"] = until(lambda: fd.lag() <= 0)
             add("feedd", "write c%d" % conns, r)
+        add("feedd", "memory", {"pss_mib": pss_mib(fd.proc.pid)})
         fd.stop()
 
     for side in ((pg_side, feedd_side) if first == "postgres" else (feedd_side, pg_side)):
@@ -422,13 +461,17 @@ def one_round(pg, fd, args, meta, first):
     return rows
 
 
+def median_of(rows, system, figure, key):
+    v = [r[key] for r in rows if r["system"] == system and r["figure"] == figure
+         and r.get(key) is not None]
+    return statistics.median(v) if v else None
+
+
 def table(rows):
     figures = list(dict.fromkeys(r["figure"] for r in rows))
 
     def med(system, figure, key):
-        v = [r[key] for r in rows if r["system"] == system and r["figure"] == figure
-             and r.get(key) is not None]
-        return statistics.median(v) if v else None
+        return median_of(rows, system, figure, key)
 
     def f(v, fmt):
         return "-" if v is None else (fmt % v)
@@ -441,7 +484,9 @@ def table(rows):
                 ("server_cpu_ms", "server CPU ms/request", "%.3f", "low"),
                 ("client_cores", "client cores", "%.2f", "low"),
                 ("consumer_cores", "wal2json consumer cores", "%.2f", "low"),
-                ("drain_s", "drain s", "%.2f", "low")):
+                ("drain_s", "drain s", "%.2f", "low"),
+                ("pss_mib", "after the runs, MiB (PSS of the server's processes)", "%.0f",
+                 "low")):
             if " 1 conn" in fig and key not in ("p50_ms", "p99_ms") and not (
                     fig.startswith("rename") and key in ("req_per_s", "server_cpu_ms")):
                 continue
@@ -451,6 +496,37 @@ def table(rows):
             ratio = "-" if not p or d is None else "%.2f" % (d / p)
             out.append("| %s %s | %s | %s | %s |" % (fig, label, f(p, fmt), f(d, fmt), ratio))
     return "\n".join(out)
+
+
+def charts(rows, out, title):
+    """OUT/latency.png (every request alone on one connection: p50 bars, p99
+    whiskers) and OUT/throughput.png (each mix and connection count: req/s,
+    and how long the change feed's consumer took to catch up after a write
+    run), both systems side by side, medians over the rounds; with gnuplot."""
+    if not shutil.which("gnuplot"):
+        log("no gnuplot: no charts")
+        return
+
+    def cell(system, figure, key):
+        v = median_of(rows, system, figure, key)
+        return "?" if v is None else "%g" % v
+
+    figures = list(dict.fromkeys(r["figure"] for r in rows))
+    one_conn = [f for f in figures if f.endswith(" 1 conn")]
+    mixes = [f for f in figures if f.startswith(("read c", "write c"))]
+    for name, figs, keys in (("latency", one_conn, ("p50_ms", "p99_ms")),
+                             ("throughput", mixes, ("req_per_s", "drain_s"))):
+        if not figs:
+            continue
+        dat = os.path.join(out, name + ".dat")
+        with open(dat, "w") as f:
+            f.write("# figure postgres_%s postgres_%s feedd_%s feedd_%s\n" % (keys * 2))
+            for fig in figs:
+                label = fig.replace(" 1 conn", "").upper() if name == "latency" else fig
+                f.write('"%s" %s\n' % (label, " ".join(
+                    cell(system, fig, key) for system in ("postgres", "feedd") for key in keys)))
+        run(["gnuplot", "-e", "datafile='%s'; outfile='%s'; charttitle='%s'" % (
+            dat, os.path.join(out, name + ".png"), title), os.path.join(HERE, name + ".gp")])
 
 
 def main():
@@ -487,7 +563,7 @@ def main():
             fd_load = {"load_s": None, "disk_bytes": du(fd.data)}
         else:
             log("loading feedd (SF %g)" % args.sf)
-            fd_load = load_feedd(fd, args.sf)
+            fd_load = load_feedd(fd, args.sf, os.path.join(work, "ndjson"))
         if not args.keys:
             args.keys = os.path.join(work, "keys.txt")
             run([sys.executable, os.path.join(ROOT, "bench", "scenario", "driver.py"), "keys",
@@ -511,19 +587,27 @@ def main():
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+    fd_load_text = ("%.1f (`feedctl import`, until the views are current; import %.1f; NDJSON "
+                    "generation %.1f s not counted)" % (fd_load["load_s"], fd_load["import_s"],
+                                                         fd_load["generate_s"])
+                    if fd_load["load_s"] else "(loaded beforehand)")
     loads = ("| load | PostgreSQL | feedd |\n|---|---|---|\n"
              "| items | %d | %d |\n| load s | %.1f (COPY %.1f, then indexes, triggers, slot, "
              "checkpoint; CSV generation %.1f s not counted) | %s |\n"
-             "| disk bytes/item | %.0f | %.0f |" % (
+             "| load items/s | %.0f | %s |\n"
+             "| disk bytes/item | %.0f | %.0f |\n"
+             "| feedd's peak RSS during the load, MiB | | %s |" % (
                  meta["items"], meta["items"], pg_load["load_s"], pg_load["copy_s"],
-                 pg_load["generate_s"],
-                 "%.1f (HTTP, generate.py, views included)" % fd_load["load_s"]
-                 if fd_load["load_s"] else "(loaded beforehand)",
-                 pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"]))
+                 pg_load["generate_s"], fd_load_text, meta["items"] / pg_load["load_s"],
+                 "%.0f" % (meta["items"] / fd_load["load_s"]) if fd_load["load_s"] else "-",
+                 pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"],
+                 "%.0f" % (fd_load["peak_rss_bytes"] / 2**20) if fd_load["load_s"] else "-"))
     md = "%s\n\n%s\n\nMedians of %d rounds; feedd %s; %s; command: `%s`\n" % (
         loads, table(rows), args.rounds, commit, time.strftime("%Y-%m-%d"), command)
     with open(os.path.join(args.out, "peer.md"), "w") as f:
         f.write(md)
+    charts(rows, args.out, "PostgreSQL 15 and feedd %s, SF %g, %d items, medians of %d rounds" % (
+        commit, args.sf, meta["items"], args.rounds))
     with open(os.path.join(args.out, "peer.json"), "w") as f:
         json.dump({"meta": meta, "pg_load": pg_load, "feedd_load": fd_load, "rows": rows,
                    "commit": commit, "command": command}, f, indent=1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest bench_peer_smoke: the PostgreSQL peer benchmark at a tiny scale
 # factor with one-second runs; checks that both systems answered every
-# figure. Asserts nothing about speed.   usage: smoke.sh FEEDD_BIN OUT_DIR
+# figure and that the charts were drawn. Asserts nothing about speed.   usage: smoke.sh FEEDD_BIN OUT_DIR
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export FEEDD_BIN="${1:?usage: smoke.sh FEEDD_BIN OUT_DIR}"
@@ -20,4 +20,7 @@ rows = json.load(open(sys.argv[1]))["rows"]
 bad = [(r["system"], r["figure"], r["failed"]) for r in rows if r.get("failed")]
 sys.exit("smoke.sh: failed requests: %r" % bad if bad else 0)
 PY
+for chart in latency throughput; do
+  [[ -s "$OUT/$chart.png" ]] || { echo "smoke.sh: no chart $OUT/$chart.png"; exit 1; }
+done
 echo "smoke.sh: OK ($md)"
