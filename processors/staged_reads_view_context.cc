@@ -13,31 +13,66 @@ const ContainerSpec* StagedReadsViewContext::Container(const std::string& name) 
   return inner_->Container(name);
 }
 
-Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
+Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(
     const std::string& container, const std::string& partition_key, const std::string& id) {
+  Found found;
   auto it = staged_.find(Key{container, partition_key, id});
-  if (it != staged_.end()) return it->second;
+  if (it != staged_.end()) {
+    found.staged = &it->second;
+    return found;
+  }
   const bool kept =
       item_memo_ != nullptr && (unkept_ == nullptr || unkept_->count(container) == 0) &&
       (applying_ == nullptr || applying_->id != id || applying_->partition_key != partition_key ||
        applying_->container != container);
   const std::optional<uint64_t> generation =
       kept ? item_memo_->Generation(container, partition_key) : std::nullopt;
-  if (!generation) return inner_->Read(container, partition_key, id);
+  if (!generation) {
+    auto read = inner_->Read(container, partition_key, id);
+    if (!read.ok()) return read.status();
+    found.inner = std::move(*read);
+    return found;
+  }
   // The generation is read before the item: a change in between makes the
   // kept version look older than it is, which only costs a miss.
   std::string key = container + '\0' + partition_key + '\0' + id;
-  if (ViewReadMemo::Items found = item_memo_->Find(key, *generation)) {
-    if (found->empty()) return std::optional<boost::json::object>();
-    return std::optional<boost::json::object>(found->front());
-  }
+  found.kept = item_memo_->Find(key, *generation);
+  if (found.kept) return found;
   auto read = inner_->Read(container, partition_key, id);
-  if (read.ok()) {
-    auto items = std::make_shared<std::vector<boost::json::object>>();
-    if (*read) items->push_back(**read);
-    item_memo_->Keep(key, *generation, std::move(items));
+  if (!read.ok()) return read.status();
+  auto items = std::make_shared<std::vector<boost::json::object>>();
+  if (*read) items->push_back(std::move(**read));
+  found.kept = items;
+  item_memo_->Keep(key, *generation, std::move(items));
+  return found;
+}
+
+Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
+    const std::string& container, const std::string& partition_key, const std::string& id) {
+  auto found = Find(container, partition_key, id);
+  if (!found.ok()) return found.status();
+  if (found->staged != nullptr) return *found->staged;
+  if (found->kept) {
+    if (found->kept->empty()) return std::optional<boost::json::object>();
+    return std::optional<boost::json::object>(found->kept->front());
   }
-  return read;
+  return std::move(found->inner);
+}
+
+Result<ViewContext::SharedItem> StagedReadsViewContext::ReadShared(
+    const std::string& container, const std::string& partition_key, const std::string& id) {
+  auto found = Find(container, partition_key, id);
+  if (!found.ok()) return found.status();
+  if (found->staged != nullptr) {
+    if (!*found->staged) return SharedItem();
+    return SharedItem(std::make_shared<const boost::json::object>(**found->staged));
+  }
+  if (found->kept) {
+    if (found->kept->empty()) return SharedItem();
+    return SharedItem(found->kept, &found->kept->front());  // shares the memo's answer
+  }
+  if (!found->inner) return SharedItem();
+  return SharedItem(std::make_shared<const boost::json::object>(std::move(*found->inner)));
 }
 
 namespace {
@@ -53,19 +88,29 @@ int CompareRows(const QuerySpec& spec, const boost::json::object& a, std::string
 
 }  // namespace
 
-Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container,
-                                                    const QuerySpec& spec) {
+bool StagedReadsViewContext::Answers(const std::string& container, const QuerySpec& spec) const {
   auto first = staged_.lower_bound(Key{container, "", ""});
   const bool memoized = query_memo_ != nullptr && spec.partition_key.has_value();
-  if ((!memoized && (first == staged_.end() || std::get<0>(first->first) != container)) ||
-      inner_->Container(container) == nullptr) {
-    return inner_->Query(container, spec);
-  }
+  return (memoized || (first != staged_.end() && std::get<0>(first->first) == container)) &&
+         inner_->Container(container) != nullptr;
+}
+
+Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container,
+                                                    const QuerySpec& spec) {
+  if (!Answers(container, spec)) return inner_->Query(container, spec);
   auto state = Answer(container, spec);
   if (!state.ok()) return state.status();
   ViewQueryPage page;
-  page.items = (*state)->items;
+  page.items = *(*state)->items;
   return page;
+}
+
+Result<ViewContext::SharedItems> StagedReadsViewContext::QueryAllShared(
+    const std::string& container, const QuerySpec& spec) {
+  if (!Answers(container, spec)) return ViewContext::QueryAllShared(container, spec);
+  auto state = Answer(container, spec);
+  if (!state.ok()) return state.status();
+  return SharedItems((*state)->items);
 }
 
 Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
@@ -80,7 +125,8 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
   const ContainerSpec* c = inner_->Container(container);  // Query() checked it
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
   if (!pk_pointer.ok()) return pk_pointer.status();
-  QueryState state{container, whole, *pk_pointer, std::nullopt, {}, {}};
+  QueryState state{container, whole, *pk_pointer, std::nullopt, {},
+                   std::make_shared<std::vector<boost::json::object>>()};
   ViewReadMemo::Items stored;
   if (query_memo_ != nullptr && spec.partition_key) {
     // Read before the inner query's snapshot: a change in between makes the
@@ -119,10 +165,10 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
     return CompareRows(whole, *a.item, a.key, *b.item, b.key) < 0;
   });
   state.keys.reserve(rows.size());
-  state.items.reserve(rows.size());
+  state.items->reserve(rows.size());
   for (Row& row : rows) {
     state.keys.push_back(std::move(row.key));
-    state.items.push_back(*row.item);
+    state.items->push_back(*row.item);
   }
   return &queries_.emplace(std::move(text), std::move(state)).first->second;
 }
@@ -141,18 +187,24 @@ void StagedReadsViewContext::Staged(const std::string& container, const std::str
   for (auto& [text, state] : queries_) {
     if (state.container != container) continue;
     auto at = std::find(state.keys.begin(), state.keys.end(), key);
+    const bool selected = version && Selects(state, partition_key, *version);
+    if (at == state.keys.end() && !selected) continue;
+    if (state.items.use_count() > 1) {  // a caller holds the answer as it was
+      state.items = std::make_shared<std::vector<boost::json::object>>(*state.items);
+    }
+    std::vector<boost::json::object>& items = *state.items;
     if (at != state.keys.end()) {
-      state.items.erase(state.items.begin() + (at - state.keys.begin()));
+      items.erase(items.begin() + (at - state.keys.begin()));
       state.keys.erase(at);
     }
-    if (!version || !Selects(state, partition_key, *version)) continue;
+    if (!selected) continue;
     size_t place = 0;
-    while (place < state.items.size() &&
-           CompareRows(state.spec, state.items[place], state.keys[place], *version, key) <= 0) {
+    while (place < items.size() &&
+           CompareRows(state.spec, items[place], state.keys[place], *version, key) <= 0) {
       ++place;
     }
     state.keys.insert(state.keys.begin() + place, key);
-    state.items.insert(state.items.begin() + place, *version);
+    items.insert(items.begin() + place, *version);
   }
 }
 
@@ -171,9 +223,7 @@ void StagedReadsViewContext::Committed(bool every_write_took_effect) {
       query_memo_->Erase(text);  // someone else changed it too, or a change was a no-op
       continue;
     }
-    query_memo_->Keep(
-        text, expected,
-        std::make_shared<const std::vector<boost::json::object>>(std::move(state.items)));
+    query_memo_->Keep(text, expected, std::move(state.items));
   }
   queries_.clear();
 }

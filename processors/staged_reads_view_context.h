@@ -36,6 +36,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +61,11 @@ class StagedReadsViewContext : public ViewContext {
                                                   const std::string& partition_key,
                                                   const std::string& id) override;
   Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) override;
+  // Without a copy: a kept item, or the batch's answer to a query (a later
+  // write here copies the answer before it moves an item in or out).
+  Result<SharedItem> ReadShared(const std::string& container, const std::string& partition_key,
+                                const std::string& id) override;
+  Result<SharedItems> QueryAllShared(const std::string& container, const QuerySpec& spec) override;
   Status Upsert(const std::string& container, boost::json::object item) override;
   Status SetField(const std::string& container, const std::string& partition_key,
                   const std::string& id, const JsonPointer& field,
@@ -90,12 +96,26 @@ class StagedReadsViewContext : public ViewContext {
     JsonPointer pk_pointer;
     std::optional<uint64_t> generation;  // of the partition when the inner answer was read
     std::vector<std::string> keys;       // QueryRowKey() of each item
-    std::vector<boost::json::object> items;
+    // Shared with the callers of QueryAllShared(): copied before a change
+    // while they hold it.
+    std::shared_ptr<std::vector<boost::json::object>> items;
   };
 
+  // Whether Query() of `container` with `spec` is answered here (Answer()),
+  // not by the inner context.
+  bool Answers(const std::string& container, const QuerySpec& spec) const;
   // The state of the query, read (from the memo or the inner context) on
   // first use.
   Result<QueryState*> Answer(const std::string& container, const QuerySpec& spec);
+  // Where Read() finds an item: a version staged here (`staged`), a kept one
+  // (`kept`: the memo's answer, one item or none), or the inner context's.
+  struct Found {
+    const std::optional<boost::json::object>* staged = nullptr;
+    ViewReadMemo::Items kept;
+    std::optional<boost::json::object> inner;
+  };
+  Result<Found> Find(const std::string& container, const std::string& partition_key,
+                     const std::string& id);
   // True when the query selects `item` of `partition_key`.
   static bool Selects(const QueryState& state, const std::string& partition_key,
                       const boost::json::object& item);

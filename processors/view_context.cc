@@ -16,4 +16,20 @@ Result<std::vector<boost::json::object>> QueryAll(ViewContext& ctx, const std::s
   }
 }
 
+Result<ViewContext::SharedItem> ViewContext::ReadShared(const std::string& container,
+                                                        const std::string& partition_key,
+                                                        const std::string& id) {
+  auto item = Read(container, partition_key, id);
+  if (!item.ok()) return item.status();
+  if (!*item) return SharedItem();
+  return SharedItem(std::make_shared<const boost::json::object>(std::move(**item)));
+}
+
+Result<ViewContext::SharedItems> ViewContext::QueryAllShared(const std::string& container,
+                                                             const QuerySpec& spec) {
+  auto items = QueryAll(*this, container, spec);
+  if (!items.ok()) return items.status();
+  return SharedItems(std::make_shared<const std::vector<boost::json::object>>(std::move(*items)));
+}
+
 }  // namespace feedd

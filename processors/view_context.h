@@ -8,6 +8,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,18 @@ class ViewContext {
                                                           const std::string& partition_key,
                                                           const std::string& id) = 0;
   virtual Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) = 0;
+
+  // Read() and QueryAll() as immutable, shared answers, for reads repeated
+  // for change after change (a top_n view's members, the user of every
+  // comment): a context that keeps answers (StagedReadsViewContext) hands
+  // out what it keeps instead of a copy. An answer is a snapshot: writes
+  // staged after it do not change it. These defaults copy what Read() and
+  // QueryAll() return.
+  using SharedItem = std::shared_ptr<const boost::json::object>;  // nullptr: not found
+  using SharedItems = std::shared_ptr<const std::vector<boost::json::object>>;
+  virtual Result<SharedItem> ReadShared(const std::string& container,
+                                        const std::string& partition_key, const std::string& id);
+  virtual Result<SharedItems> QueryAllShared(const std::string& container, const QuerySpec& spec);
 
   // Staged writes. The item's partition key is read from the item itself.
   // Properties _etag, _lsn and _ts are dropped; other '_' properties (such

@@ -138,7 +138,7 @@ class FieldCopy : public ProcessorKind {
   Result<std::optional<boost::json::value>> LookupValue(const std::string& key,
                                                         ViewContext& ctx) const {
     if (source_partitioned_by_key) {
-      auto item = ctx.Read(source_container, key, key);
+      auto item = ctx.ReadShared(source_container, key, key);  // read for every target
       if (!item.ok()) return item.status();
       if (*item && IsSource(**item) && views::StringAt(**item, key_field) == key) {
         return std::optional<boost::json::value>(ValueOf(**item));

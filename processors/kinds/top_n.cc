@@ -119,31 +119,32 @@ class TopN : public ProcessorKind, public views::CopySettings {
     auto members = Members(*view_pk, ctx);
     if (!members.ok()) return members.status();
     const boost::json::object* member = nullptr;
-    for (const auto& m : *members) {
-      if (views::DerivedFrom(m, *this, change.partition_key, change.id)) member = &m;
+    for (const boost::json::object* m : members->best_first) {
+      if (views::DerivedFrom(*m, *this, change.partition_key, change.id)) member = m;
     }
 
     if (!competes) {
       if (member == nullptr) return Status::Ok();
-      return Reconcile(*view_pk, *members, ctx);  // the next best one joins
+      return Reconcile(*view_pk, members->Copies(), ctx);  // the next best one joins
     }
 
     boost::json::object copy = views::ShortForm(**source, *this);
     if (member != nullptr && Outranks(*member, copy)) {
       // A member moved down: a non-member may now outrank it.
-      return Reconcile(*view_pk, *members, ctx);
+      return Reconcile(*view_pk, members->Copies(), ctx);
     }
-    bool full = members->size() >= cap;
-    if (member == nullptr && full && !Outranks(copy, members->back())) {
+    bool full = members->best_first.size() >= cap;
+    if (member == nullptr && full && !Outranks(copy, *members->best_first.back())) {
       return Status::Ok();  // an older item does not get in
     }
     if (member == nullptr || views::SourceLsnOf(*member) < views::ItemLsn(**source)) {
       if (Status s = ctx.Upsert(target_container, copy); !s.ok()) return s;
     }
-    // Trim back to the cap: the new view is the members plus the copy.
+    // Trim back to the cap: the new view is the members plus the copy. The
+    // members stay as read: the answer is a snapshot.
     std::vector<const boost::json::object*> ranked;
-    for (const auto& m : *members) {
-      if (m.at("id").as_string() != change.id) ranked.push_back(&m);
+    for (const boost::json::object* m : members->best_first) {
+      if (m->at("id").as_string() != change.id) ranked.push_back(m);
     }
     ranked.push_back(&copy);
     SortBestFirst(&ranked);
@@ -282,12 +283,29 @@ class TopN : public ProcessorKind, public views::CopySettings {
     return spec;
   }
 
-  // The view's members, best first.
-  Result<std::vector<boost::json::object>> Members(const std::string& pk, ViewContext& ctx) const {
-    auto items = QueryAll(ctx, target_container, CopiesQuery(pk));
-    if (!items.ok()) return items.status();
-    SortBestFirst(&*items);
-    return items;
+  // A view partition's members as read, best first.
+  struct MemberList {
+    ViewContext::SharedItems answer;                  // keeps them
+    std::vector<const boost::json::object*> best_first;  // into `answer`
+
+    std::vector<boost::json::object> Copies() const {
+      std::vector<boost::json::object> copies;
+      copies.reserve(best_first.size());
+      for (const boost::json::object* m : best_first) copies.push_back(*m);
+      return copies;
+    }
+  };
+
+  // The members of the view partition `pk`: read for every new post, so
+  // shared with the context, not copied.
+  Result<MemberList> Members(const std::string& pk, ViewContext& ctx) const {
+    auto answer = ctx.QueryAllShared(target_container, CopiesQuery(pk));
+    if (!answer.ok()) return answer.status();
+    MemberList members{std::move(*answer), {}};
+    members.best_first.reserve(members.answer->size());
+    for (const boost::json::object& m : *members.answer) members.best_first.push_back(&m);
+    SortBestFirst(&members.best_first);
+    return members;
   }
 
   // The best `cap` source items, in short form, best first; of the source

@@ -353,6 +353,69 @@ TEST_F(MemoTest, AnItemIsReadOnceWhileItsPartitionIsUnchanged) {
   EXPECT_EQ((**f2).at("rank").as_int64(), 22);
 }
 
+// The shared answers are what the batch keeps, handed out without a copy,
+// and each stays the snapshot it was when a later write changes the batch's
+// answer.
+TEST_F(MemoTest, SharedAnswersAreTheKeptOnesAndStaySnapshots) {
+  StagedReadsViewContext batch(&inner_, &memo_);
+  auto first = batch.QueryAllShared("feed", Ranked("post"));
+  auto again = batch.QueryAllShared("feed", Ranked("post"));
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(first->get(), again->get()) << "the second answer is a copy";
+  EXPECT_EQ(Ids(**first), (std::vector<std::string>{"f5", "f4", "f3", "f2", "f1"}));
+  ASSERT_TRUE(batch.Upsert("feed", FeedItem("n1", 45)).ok());
+  ASSERT_TRUE(batch.Delete("feed", "post", "f3").ok());
+  EXPECT_EQ(Ids(**first), (std::vector<std::string>{"f5", "f4", "f3", "f2", "f1"}));
+  auto after = batch.QueryAllShared("feed", Ranked("post"));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(Ids(**after), (std::vector<std::string>{"f5", "n1", "f4", "f2", "f1"}));
+  EXPECT_EQ(QueryIn(batch, Ranked("post")), Ids(**after));
+  // Not held by anyone, the answer takes the next write in place.
+  const auto* held = after->get();
+  after->reset();
+  ASSERT_TRUE(batch.Upsert("feed", FeedItem("n2", 46)).ok());
+  auto last = batch.QueryAllShared("feed", Ranked("post"));
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->get(), held);
+  EXPECT_EQ(Ids(**last), (std::vector<std::string>{"f5", "n2", "n1", "f4", "f2", "f1"}));
+  // Committed, it is the next batch's answer: the snapshot taken before the
+  // writes did not keep the memo from taking it.
+  Commit(batch, 3);
+  first->reset();
+  StagedReadsViewContext next(&inner_, &memo_);
+  EXPECT_EQ(QueryIn(next, Ranked("post")), Stored());
+  EXPECT_EQ(memo_.hits(), 1u);
+}
+
+TEST_F(MemoTest, ASharedReadIsTheKeptItemAndAStagedWriteWins) {
+  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  ViewContext::SharedItem kept;
+  {
+    StagedReadsViewContext batch(&inner_, nullptr, &items);
+    auto f2 = batch.ReadShared("feed", "post", "f2");
+    ASSERT_TRUE(f2.ok() && *f2);
+    kept = *f2;
+  }
+  StagedReadsViewContext batch(&inner_, nullptr, &items);
+  const size_t reads = inner_.reads();
+  auto f2 = batch.ReadShared("feed", "post", "f2");
+  ASSERT_TRUE(f2.ok() && *f2);
+  EXPECT_EQ(f2->get(), kept.get()) << "a kept item is handed out as a copy";
+  EXPECT_EQ(inner_.reads(), reads);
+  auto none = batch.ReadShared("feed", "post", "nope");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  ASSERT_TRUE(batch.Upsert("feed", FeedItem("f2", 22)).ok());
+  auto staged = batch.ReadShared("feed", "post", "f2");
+  ASSERT_TRUE(staged.ok() && *staged);
+  EXPECT_EQ((**staged).at("rank").as_int64(), 22);
+  EXPECT_EQ(kept->at("rank").as_int64(), 20);  // the snapshot is unchanged
+  ASSERT_TRUE(batch.Delete("feed", "post", "f2").ok());
+  auto deleted = batch.ReadShared("feed", "post", "f2");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, nullptr);
+}
+
 // Reads that would only miss again are not kept: of the item whose change is
 // applied (it changed just now) and of the processor's own targets.
 TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {
