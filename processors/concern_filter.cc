@@ -1,5 +1,7 @@
 #include "processors/concern_filter.h"
 
+#include <string.h>
+
 #include <boost/json/serialize.hpp>
 
 #include "processors/kinds/view_helpers.h"
@@ -20,8 +22,11 @@ std::string Needle(const FieldFilter& filter) {
          boost::json::serialize(v);
 }
 
+// memmem, not std::string_view::find: find() stops at every occurrence of
+// the first character, and the needles start with '"', in JSON text the
+// most frequent one.
 bool Contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
+  return memmem(text.data(), text.size(), part.data(), part.size()) != nullptr;
 }
 
 }  // namespace
@@ -42,7 +47,8 @@ bool ConcernFilter::MayConcern(const ChangeRecord& record) const {
   if (!text.starts_with("{\"lsn\":") || !text.ends_with("}")) return true;
   // An image its op implies is missing: only the current state can tell.
   if (record.op != ChangeOp::kCreate && Contains(text, "\"before\":null")) return true;
-  if (record.op != ChangeOp::kDelete && Contains(text, "\"after\":null")) return true;
+  // The after-image is the envelope's last member.
+  if (record.op != ChangeOp::kDelete && text.ends_with(",\"after\":null}")) return true;
   for (const std::string& needle : needles_) {
     if (!Contains(text, needle)) return false;  // no image has this member
   }

@@ -28,7 +28,7 @@ struct ChangeRecord {
   std::string container;
   std::string partition_key;
   std::string id;
-  // {"lsn":..,"op":..,...,"before":..,"after":..}, as the commit path
+  // {"lsn":..,"op":..,...,"before":..,"after":..} (after always last), as the commit path
   // writes it: compact, the images as stored (canonical boost::json text),
   // a missing image `null` (processors/concern_filter.h relies on it).
   std::string envelope_json;

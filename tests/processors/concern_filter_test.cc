@@ -180,13 +180,20 @@ TEST_F(ConcernFilterTest, AChangeWithoutTheMemberIsRuledOutUnlessAnImageIsMissin
   Write(WriteOpKind::kUpsert, object{{"id", "c1"}, {"pk", "p"}, {"type", "comment2"}});
   Write(WriteOpKind::kUpsert, object{{"id", "p1"}, {"pk", "p"}, {"type", "post"}});
   Write(WriteOpKind::kDelete, object{{"id", "c1"}, {"pk", "p"}});
+  Write(WriteOpKind::kUpsert,
+        object{{"id", "c2"}, {"pk", "p"}, {"type", "comment"}, {"note", {{"after", nullptr}}}});
   std::vector<ChangeRecord> feed = Feed();
-  ASSERT_EQ(feed.size(), 4u);
+  ASSERT_EQ(feed.size(), 5u);
   ConcernFilter posts(Filters({{"/type", "post"}}));
   EXPECT_FALSE(posts.MayConcern(feed[0]));  // a created comment
   EXPECT_TRUE(posts.MayConcern(feed[1]));   // replaced, no before-image: was it a post?
   EXPECT_TRUE(posts.MayConcern(feed[2]));   // a post
   EXPECT_TRUE(posts.MayConcern(feed[3]));   // deleted, no before-image
+  EXPECT_FALSE(posts.MayConcern(feed[4]));  // an image's own "after":null is not a lost image
+  ChangeRecord lost_after = feed[0];
+  std::string& text = lost_after.envelope_json;
+  text.replace(text.rfind(",\"after\":") + 9, std::string::npos, "null}");
+  EXPECT_TRUE(posts.MayConcern(lost_after));  // a create without its image: parsed
   EXPECT_TRUE(posts.Concerns(*ParseChange(feed[1].envelope_json)));
   EXPECT_FALSE(posts.Concerns(*ParseChange(feed[0].envelope_json)));
 
