@@ -137,19 +137,25 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (member == nullptr && full && !Outranks(copy, *members->best_first.back())) {
       return Status::Ok();  // an older item does not get in
     }
-    if (member == nullptr || views::SourceLsnOf(*member) < views::ItemLsn(**source)) {
-      if (Status s = ctx.Upsert(target_container, copy); !s.ok()) return s;
-    }
-    // Trim back to the cap: the new view is the members plus the copy. The
-    // members stay as read: the answer is a snapshot.
+    const bool write_copy =
+        member == nullptr || views::SourceLsnOf(*member) < views::ItemLsn(**source);
+    // Trim back to the cap: the new view is the members plus the copy.
     std::vector<const boost::json::object*> ranked;
     for (const boost::json::object* m : members->best_first) {
       if (m->at("id").as_string() != change.id) ranked.push_back(m);
     }
     ranked.push_back(&copy);
     SortBestFirst(&ranked);
+    std::vector<std::string> evicted;
     for (size_t i = cap; i < ranked.size(); ++i) {
-      std::string id(ranked[i]->at("id").as_string());
+      evicted.emplace_back(ranked[i]->at("id").as_string());
+    }
+    // Let go of the answer before writing: held, it would be copied.
+    members = MemberList{};
+    if (write_copy) {
+      if (Status s = ctx.Upsert(target_container, std::move(copy)); !s.ok()) return s;
+    }
+    for (const std::string& id : evicted) {
       if (Status s = ctx.Delete(target_container, *view_pk, id); !s.ok()) return s;
     }
     return Status::Ok();
