@@ -20,7 +20,8 @@ Per round, each system on a fresh copy of its loaded data, taking turns
 (PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
 and likes; feedd: the PATCH, then a read of one of the user's posts with
 X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
-fan-out), every request alone on one connection (--latency-seconds each:
+fan-out; then feedd waits until its other views have applied the fan-out
+too, the rename's "drain"), every request alone on one connection (--latency-seconds each:
 pgbench -M prepared, resp. wrk), then the read mix
 (Q1-Q6 in equal parts) and the write mix (C1/C2/C3/C4 = 5/15/40/40) closed
 loop on each --conns, for --seconds each. For each run: throughput, latency
@@ -442,7 +443,12 @@ def one_round(pg, fd, args, meta, first):
         fd.start()
         S.settle(fd.api, fd.metrics, log=lambda *a: None)
         if "rename" in args.only:
-            add("feedd", "rename 1 conn", feedd_renames(fd, args.latency_seconds, meta["users"]))
+            r = feedd_renames(fd, args.latency_seconds, meta["users"])
+            # The other views still apply the renames' fan-out: what follows
+            # is measured once every view is current, as PostgreSQL's
+            # triggers are done when the UPDATE commits.
+            r["drain_s"] = until(lambda: fd.lag() <= 0)
+            add("feedd", "rename 1 conn", r)
         for kind in KINDS if "latency" in args.only else ():
             add("feedd", kind + " 1 conn", wrk(fd, kind, 1, args.latency_seconds, args.keys,
                                                 meta["users"]))
@@ -488,7 +494,7 @@ def table(rows):
                 ("pss_mib", "after the runs, MiB (PSS of the server's processes)", "%.0f",
                  "low")):
             if " 1 conn" in fig and key not in ("p50_ms", "p99_ms") and not (
-                    fig.startswith("rename") and key in ("req_per_s", "server_cpu_ms")):
+                    fig.startswith("rename") and key in ("req_per_s", "server_cpu_ms", "drain_s")):
                 continue
             p, d = med("postgres", fig, key), med("feedd", fig, key)
             if p is None and d is None:
@@ -544,6 +550,9 @@ def main():
                     help="which figures: rename, latency (one connection), read, write")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    # The checkout's commit when the run starts (--feedd may be built from another).
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     args.conns = [int(c) for c in args.conns.split()]
     args.only = set(args.only.split())
     os.makedirs(args.out, exist_ok=True)
@@ -584,8 +593,6 @@ def main():
     finally:
         pg.stop()
         fd.stop()
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
     command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
     fd_load_text = ("%.1f (`feedctl import`, until the views are current; import %.1f; NDJSON "
                     "generation %.1f s not counted)" % (fd_load["load_s"], fd_load["import_s"],

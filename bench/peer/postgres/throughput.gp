@@ -19,12 +19,12 @@ set yrange [0:*]
 set multiplot layout 1,2 title charttitle
 set title "throughput"
 set ylabel "requests/s"
-set key top left box opaque
+set key below box
 plot datafile using 2:xtic(1) title "PostgreSQL 15" lc rgb "#336791", \
      ''       using 4        title "feedd" lc rgb "#e07b39"
 set title "change feed consumed, seconds after a write run"
 set ylabel "seconds (lower is better)"
-set key top right box opaque
+set key below box
 plot datafile using 3:xtic(1) title "PostgreSQL 15: wal2json slot" lc rgb "#336791", \
      ''       using 5        title "feedd: views current" lc rgb "#e07b39"
 unset multiplot
