@@ -13,8 +13,9 @@ const ContainerSpec* StagedReadsViewContext::Container(const std::string& name) 
   return inner_->Container(name);
 }
 
-Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(
-    const std::string& container, const std::string& partition_key, const std::string& id) {
+Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(const std::string& container,
+                                                                   const std::string& partition_key,
+                                                                   const std::string& id) {
   Found found;
   auto it = staged_.find(Key{container, partition_key, id});
   if (it != staged_.end()) {
@@ -59,8 +60,9 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
   return std::move(found->inner);
 }
 
-Result<ViewContext::SharedItem> StagedReadsViewContext::ReadShared(
-    const std::string& container, const std::string& partition_key, const std::string& id) {
+Result<ViewContext::SharedItem> StagedReadsViewContext::ReadShared(const std::string& container,
+                                                                   const std::string& partition_key,
+                                                                   const std::string& id) {
   auto found = Find(container, partition_key, id);
   if (!found.ok()) return found.status();
   if (found->staged != nullptr) {
@@ -125,8 +127,8 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
   const ContainerSpec* c = inner_->Container(container);  // Query() checked it
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
   if (!pk_pointer.ok()) return pk_pointer.status();
-  QueryState state{container, whole, *pk_pointer, std::nullopt, {},
-                   std::make_shared<std::vector<boost::json::object>>()};
+  QueryState state{container,    whole, *pk_pointer,
+                   std::nullopt, {},    std::make_shared<std::vector<boost::json::object>>()};
   ViewReadMemo::Items stored;
   if (query_memo_ != nullptr && spec.partition_key) {
     // Read before the inner query's snapshot: a change in between makes the

@@ -291,7 +291,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
 
   // A view partition's members as read, best first.
   struct MemberList {
-    ViewContext::SharedItems answer;                  // keeps them
+    ViewContext::SharedItems answer;                     // keeps them
     std::vector<const boost::json::object*> best_first;  // into `answer`
 
     std::vector<boost::json::object> Copies() const {
