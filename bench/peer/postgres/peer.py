@@ -21,7 +21,8 @@ Per round, each system on a fresh copy of its loaded data, taking turns
 and likes; feedd: the PATCH, then a read of one of the user's posts with
 X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
 fan-out; then feedd waits until its other views have applied the fan-out
-too, the rename's "drain"), every request alone on one connection (--latency-seconds each:
+too, the rename's "drain", and until Kafka has it and RocksDB's compactions
+are done), every request alone on one connection (--latency-seconds each:
 pgbench -M prepared, resp. wrk), then the read mix
 (Q1-Q6 in equal parts) and the write mix (C1/C2/C3/C4 = 5/15/40/40) closed
 loop on each --conns, for --seconds each. For each run: throughput, latency
@@ -323,6 +324,16 @@ class Feedd:
     def lag(self):
         return D.processors_lag(self.api)
 
+    def published(self):
+        """Whether the publisher has shipped the whole feed to Kafka."""
+        c = S.Conn(self.api)
+        try:
+            _, _, body = c.get("/v1/feed")
+        finally:
+            c.close()
+        feed = json.loads(body)
+        return feed.get("publishedLsn", 0) >= feed["headLsn"]
+
 
 def load_feedd(fd, sf, ndjson_dir):
     """The bulk import, as a user moves a data set in: the same items as
@@ -449,6 +460,10 @@ def one_round(pg, fd, args, meta, first):
             # triggers are done when the UPDATE commits.
             r["drain_s"] = until(lambda: fd.lag() <= 0)
             add("feedd", "rename 1 conn", r)
+            # Nor do Kafka's publishing of the fan-out or the compactions
+            # its writes set off run under the latencies.
+            until(fd.published)
+            S.settle(fd.api, fd.metrics, log=lambda *a: None)
         for kind in KINDS if "latency" in args.only else ():
             add("feedd", kind + " 1 conn", wrk(fd, kind, 1, args.latency_seconds, args.keys,
                                                 meta["users"]))
