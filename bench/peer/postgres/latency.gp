@@ -16,7 +16,7 @@ set format y "%g"
 set ylabel "latency, ms (p50 bar, p99 whisker)"
 set xlabel "request, one connection (C = command, Q = query, RENAME = a user's new name in every copy)"
 set grid ytics mytics lc rgb "#dddddd"
-set key top left box opaque
+set key below box
 set xtics nomirror
 set ytics nomirror
 plot datafile using 2:2:3:xtic(1) title "PostgreSQL 15 (pgbench -M prepared)" lc rgb "#336791", \
