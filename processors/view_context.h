@@ -41,8 +41,8 @@ class ViewContext {
   // for change after change (a top_n view's members, the user of every
   // comment): a context that keeps answers (StagedReadsViewContext) hands
   // out what it keeps instead of a copy. An answer is a snapshot: writes
-  // staged after it do not change it. These defaults copy what Read() and
-  // QueryAll() return.
+  // staged after it do not change it. These defaults wrap what Read() and
+  // QueryAll() return (a decorator that overrides those sees every read).
   using SharedItem = std::shared_ptr<const boost::json::object>;  // nullptr: not found
   using SharedItems = std::shared_ptr<const std::vector<boost::json::object>>;
   virtual Result<SharedItem> ReadShared(const std::string& container,
