@@ -80,18 +80,28 @@ def proc_stat(pid):
     return int(fields[1]), [int(x) for x in fields[11:15]]  # ppid, utime stime cutime cstime
 
 
+def live_children(root_pid):
+    """The pids of `root_pid`'s live children (PostgreSQL's backends)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != root_pid:
+            try:
+                if proc_stat(int(entry))[0] == root_pid:
+                    pids.append(int(entry))
+            except (OSError, ValueError):
+                continue
+    return pids
+
+
 def server_cpu(root_pid):
     """CPU seconds of `root_pid`, its reaped children (cutime, cstime) and its
     live children: backends that exit during a run are still counted."""
     total = sum(proc_stat(root_pid)[1])
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != root_pid:
-            try:
-                ppid, t = proc_stat(int(entry))
-            except (OSError, ValueError):
-                continue
-            if ppid == root_pid:
-                total += t[0] + t[1]
+    for pid in live_children(root_pid):
+        try:
+            total += sum(proc_stat(pid)[1][:2])
+        except (OSError, ValueError):
+            continue  # exited since: its time is in root_pid's cutime
     return total / TICK
 
 
@@ -100,17 +110,12 @@ def pss_mib(root_pid):
     memory a server's processes hold, shared pages (PostgreSQL's shared
     buffers) counted once."""
     def pss(pid):
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
-    total = pss(root_pid)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != root_pid:
-            try:
-                if proc_stat(int(entry))[0] == root_pid:
-                    total += pss(int(entry))
-            except (OSError, ValueError, StopIteration):
-                continue
-    return total / 1024.0
+        try:
+            with open("/proc/%d/smaps_rollup" % pid) as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            return 0  # exited since
+    return sum(pss(pid) for pid in [root_pid] + live_children(root_pid)) / 1024.0
 
 
 def children_cpu():
@@ -324,16 +329,6 @@ class Feedd:
     def lag(self):
         return D.processors_lag(self.api)
 
-    def published(self):
-        """Whether the publisher has shipped the whole feed to Kafka."""
-        c = S.Conn(self.api)
-        try:
-            _, _, body = c.get("/v1/feed")
-        finally:
-            c.close()
-        feed = json.loads(body)
-        return feed.get("publishedLsn", 0) >= feed["headLsn"]
-
 
 def load_feedd(fd, sf, ndjson_dir):
     """The bulk import, as a user moves a data set in: the same items as
@@ -462,7 +457,7 @@ def one_round(pg, fd, args, meta, first):
             add("feedd", "rename 1 conn", r)
             # Nor do Kafka's publishing of the fan-out or the compactions
             # its writes set off run under the latencies.
-            until(fd.published)
+            D.publish_catchup(fd.api)
             S.settle(fd.api, fd.metrics, log=lambda *a: None)
         for kind in KINDS if "latency" in args.only else ():
             add("feedd", kind + " 1 conn", wrk(fd, kind, 1, args.latency_seconds, args.keys,
