@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -89,24 +90,39 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
 class BatchRecords : public rocksdb::WriteBatch::Handler {
  public:
   struct Record {
-    uint32_t cf;
     bool is_delete;
+    uint64_t head;         // the key's first 8 bytes, big-endian, zero-padded
     rocksdb::Slice key;    // into the batch that was iterated
     rocksdb::Slice value;  // likewise
   };
 
+  // Bytewise key order, mostly decided by the heads without reading keys.
+  static bool KeyLess(const Record& a, const Record& b) {
+    if (a.head != b.head) return a.head < b.head;
+    return a.key.compare(b.key) < 0;
+  }
+
   rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
                         const rocksdb::Slice& value) override {
-    records.push_back(Record{cf, false, key, value});
+    records[cf].push_back(Record{false, Head(key), key, value});
     return rocksdb::Status::OK();
   }
   rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
-    records.push_back(Record{cf, true, key, rocksdb::Slice()});
+    records[cf].push_back(Record{true, Head(key), key, rocksdb::Slice()});
     return rocksdb::Status::OK();
   }
   // Any other kind of record (none is written here) makes Iterate() fail.
 
-  std::vector<Record> records;
+  // By column family id, each in batch order.
+  std::map<uint32_t, std::vector<Record>> records;
+
+ private:
+  static uint64_t Head(const rocksdb::Slice& key) {
+    uint64_t head = 0;
+    const size_t n = std::min<size_t>(key.size(), 8);
+    for (size_t i = 0; i < n; ++i) head |= uint64_t(uint8_t(key[i])) << (56 - 8 * i);
+    return head;
+  }
 };
 
 using IndexValues = std::vector<std::optional<std::string>>;
@@ -313,19 +329,19 @@ bool CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::Writ
     }
   }
   BatchRecords records;
-  records.records.reserve(batch.Count());
   if (!batch.Iterate(&records).ok()) return false;
-  std::stable_sort(records.records.begin(), records.records.end(),
-                   [](const BatchRecords::Record& a, const BatchRecords::Record& b) {
-                     if (a.cf != b.cf) return a.cf < b.cf;
-                     return a.key.compare(b.key) < 0;
-                   });
-  for (const BatchRecords::Record& r : records.records) {
-    auto handle = cf_handles_.find(r.cf);
+  for (auto& [cf, run] : records.records) {
+    auto handle = cf_handles_.find(cf);
     if (handle == cf_handles_.end()) return false;
-    rocksdb::Status s = r.is_delete ? sorted->Delete(handle->second, r.key)
-                                    : sorted->Put(handle->second, r.key, r.value);
-    if (!s.ok()) return false;
+    // The feed's records (LSN keys) come in order already.
+    if (!std::is_sorted(run.begin(), run.end(), BatchRecords::KeyLess)) {
+      std::stable_sort(run.begin(), run.end(), BatchRecords::KeyLess);
+    }
+    for (const BatchRecords::Record& r : run) {
+      rocksdb::Status s = r.is_delete ? sorted->Delete(handle->second, r.key)
+                                      : sorted->Put(handle->second, r.key, r.value);
+      if (!s.ok()) return false;
+    }
   }
   return true;
 }
@@ -403,6 +419,60 @@ class CommitPipeline::GroupBuilder {
     return result;
   }
 
+  // Looks up the items `requests` will write, a few dozen keys per RocksDB
+  // MultiGet, before any is added: Apply() then finds them in the overlay
+  // instead of reading them one by one (an import group holds thousands).
+  // Stops once StoreOptions::import_prefetch_bytes of stored versions are
+  // held (replaced items can be large); the rest are read when applied, as
+  // are keys whose read failed.
+  void Prefetch(std::span<const WriteRequest> requests) {
+    struct Wanted {
+      const ContainerHandle* container;
+      std::string key;
+    };
+    std::vector<Wanted> wanted;
+    for (const WriteRequest& request : requests) {
+      const ContainerHandle* container = db_->Find(request.container);
+      if (container == nullptr) continue;
+      for (const WriteOp& op : request.ops) {
+        Result<std::string> id = OpId(request.partition_key, op);
+        if (id.ok()) wanted.push_back({container, kf::ItemKey(request.partition_key, *id)});
+      }
+    }
+    std::sort(wanted.begin(), wanted.end(), [](const Wanted& a, const Wanted& b) {
+      if (a.container != b.container) return a.container->index < b.container->index;
+      return a.key < b.key;
+    });
+    overlay_.reserve(overlay_.size() + 2 * wanted.size());
+    size_t held = 0;
+    std::vector<rocksdb::Slice> keys;
+    std::vector<rocksdb::PinnableSlice> values(kPrefetchKeys);
+    std::vector<rocksdb::Status> statuses(kPrefetchKeys);
+    for (size_t first = 0; first < wanted.size() && held < options_.import_prefetch_bytes;) {
+      const ContainerHandle* container = wanted[first].container;
+      keys.clear();
+      size_t end = first;
+      while (end < wanted.size() && keys.size() < kPrefetchKeys &&
+             wanted[end].container == container) {
+        keys.emplace_back(wanted[end++].key);
+      }
+      db_->db()->MultiGet(rocksdb::ReadOptions(), container->items, keys.size(), keys.data(),
+                          values.data(), statuses.data(), /*sorted_input=*/true);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        Value value;
+        if (statuses[i].ok()) {
+          value = values[i].ToString();
+          held += value->size();
+        } else if (!statuses[i].IsNotFound()) {
+          continue;
+        }
+        values[i].Reset();
+        overlay_.emplace(OverlayKey(*container, wanted[first + i].key), std::move(value));
+      }
+      first = end;
+    }
+  }
+
   rocksdb::WriteBatch* batch() { return batch_; }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
@@ -419,6 +489,8 @@ class CommitPipeline::GroupBuilder {
 
  private:
   using Value = std::optional<std::string>;  // nullopt: absent
+  // Prefetch(): keys per MultiGet (RocksDB batches 32 at a time).
+  static constexpr size_t kPrefetchKeys = 32;
 
   Result<Value> Lookup(const ContainerHandle& c, const std::string& key) {
     std::string overlay_key = OverlayKey(c, key);
@@ -854,6 +926,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   std::vector<WriteResult> results;
   results.reserve(requests);
   if (import) {
+    builder.Prefetch(group.front().parts.requests);
     for (const WriteRequest& request : group.front().parts.requests) {
       results.push_back(builder.Add(std::span<const WriteRequest>(&request, 1), nullptr));
     }

@@ -36,6 +36,10 @@ struct StoreOptions {
   // this many requests / bytes from the queue.
   size_t max_group_requests = 512;
   size_t max_group_bytes = 32 * 1024 * 1024;
+  // An import group reads the stored versions of its items together before
+  // it writes them, holding at most this many bytes of them; the rest are
+  // read one by one as they are written.
+  size_t import_prefetch_bytes = 64u * 1024 * 1024;
 
   // Change-feed retention. Changes older than retention_ms, or beyond
   // retention_bytes of feed data, are dropped unless a registered consumer

@@ -86,6 +86,13 @@ class ImportBatchTest : public ::testing::Test {
     return request;
   }
 
+  // As ImportRequest, with ifExists=replace: an upsert.
+  WriteRequest Upsert(std::string_view body) {
+    WriteRequest request = ImportRequest(body, /*skip_if_exists=*/false);
+    request.ops[0].kind = WriteOpKind::kUpsert;
+    return request;
+  }
+
   static std::string Order(int i, std::string_view status = "open") {
     return R"({"id":"o)" + std::to_string(i) + R"(","customer":"c)" + std::to_string(i % 7) +
            R"(","status":")" + std::string(status) + R"("})";
@@ -216,6 +223,68 @@ TEST_F(ImportBatchTest, ADuplicateIdWithinOneBatchIsSkippedOrAConflict) {
   EXPECT_TRUE(HasCode(r.results[2].status, ErrorCode::kConflict)) << r.results[2].status.ToString();
   EXPECT_EQ(store_->HeadLsn(), 1u);
   EXPECT_EQ(ByStatus("open"), std::set<std::string>{"o1"});
+}
+
+// An import group reads the stored versions of its items before it writes
+// them, holding at most StoreOptions::import_prefetch_bytes of them; past
+// that bound the rest are read one by one. Either way a replaced item gets
+// its stored version as the before-image, and its old index entry goes.
+TEST_F(ImportBatchTest, ItemsPastThePrefetchBoundAreReadOneByOne) {
+  for (size_t bound : {size_t{1}, StoreOptions().import_prefetch_bytes}) {
+    SCOPED_TRACE("import_prefetch_bytes " + std::to_string(bound));
+    TempDir dir;
+    StoreOptions options = Options();
+    options.data_dir = dir.path();
+    options.import_prefetch_bytes = bound;  // 1: the first MultiGet's 32 items only
+    Open(options);
+    ASSERT_TRUE(IsOk(store_->WriteImport(Orders(0, 100)).status));
+    ImportBatch replace;
+    for (int i = 0; i < 100; ++i) replace.requests.push_back(Upsert(Order(i, "closed")));
+    ImportResult r = store_->WriteImport(std::move(replace));
+    ASSERT_TRUE(IsOk(r.status));
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(IsOk(r.results[i].status)) << i;
+      EXPECT_EQ(r.results[i].results.at(0).http_status, 200) << i;
+    }
+    std::vector<ChangeRecord> feed = Feed();
+    ASSERT_EQ(feed.size(), 200u);
+    for (size_t i = 100; i < 200; ++i) {
+      EXPECT_EQ(feed[i].op, ChangeOp::kReplace) << i;
+      boost::json::object envelope = Json(feed[i].envelope_json).as_object();
+      EXPECT_EQ(envelope.at("before").at("status"), "open") << i;
+      EXPECT_EQ(envelope.at("after").at("status"), "closed") << i;
+    }
+    EXPECT_TRUE(ByStatus("open").empty());
+    EXPECT_EQ(ByStatus("closed").size(), 100u);
+    store_->Close();  // before its directory goes
+    store_.reset();
+  }
+}
+
+// An import group is written in key order; the records of one key keep
+// the order they were made in, so an item replaced by later lines of its
+// own batch ends as the last line, with only that line's index entry.
+TEST_F(ImportBatchTest, AnItemReplacedWithinItsOwnBatchEndsAsItsLastLine) {
+  ImportBatch batch;
+  batch.requests.push_back(Upsert(Order(1)));
+  batch.requests.push_back(Upsert(Order(1, "closed")));
+  batch.requests.push_back(Upsert(Order(1, "shipped")));
+  ImportResult r = store_->WriteImport(std::move(batch));
+  ASSERT_TRUE(IsOk(r.status));
+  EXPECT_EQ(r.results[0].results.at(0).http_status, 201);
+  EXPECT_EQ(r.results[1].results.at(0).http_status, 200);
+  EXPECT_EQ(r.results[2].results.at(0).http_status, 200);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "written" : "reopened, from the WAL");
+    EXPECT_EQ(store_->HeadLsn(), 3u);
+    std::string json;
+    ASSERT_TRUE(IsOk(store_->Read("orders", "c1", "o1", &json)));
+    EXPECT_EQ(Json(json).as_object().at("status"), "shipped");
+    EXPECT_TRUE(ByStatus("open").empty());
+    EXPECT_TRUE(ByStatus("closed").empty());
+    EXPECT_EQ(ByStatus("shipped"), std::set<std::string>{"o1"});
+    Open(Options());
+  }
 }
 
 TEST_F(ImportBatchTest, AnItemThatFailsIsWrittenNotAtAllAndTheOthersAre) {
