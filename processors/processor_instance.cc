@@ -46,8 +46,10 @@ class ProcessorInstance::Impl {
         source_(std::move(source)),
         consumer_name_(ConsumerName(config_.name)),
         concern_(kind_->ConcernFilters()),
-        query_memo_(PartitionGenerationOf(store), ViewReadMemo::kQueries),
-        item_memo_(PartitionGenerationOf(store), ViewReadMemo::kItems) {
+        query_memo_(PartitionGenerationOf(store),
+                    ViewReadMemo::QueryLimits(config_.read_memo_bytes)),
+        item_memo_(PartitionGenerationOf(store),
+                   ViewReadMemo::ItemLimits(config_.read_memo_bytes)) {
     for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
     for (const auto& c : kind_->TargetContainers()) targets_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
@@ -156,8 +158,8 @@ class ProcessorInstance::Impl {
     s.from_commit_path = counts.in_process;
     s.from_durable_feed = counts.from_feed;
     s.collisions = collisions_.load();
-    s.view_query_memo = {query_memo_.hits(), query_memo_.misses()};
-    s.view_item_memo = {item_memo_.hits(), item_memo_.misses()};
+    s.view_query_memo = {query_memo_.hits(), query_memo_.misses(), query_memo_.bytes()};
+    s.view_item_memo = {item_memo_.hits(), item_memo_.misses(), item_memo_.bytes()};
     return s;
   }
 

@@ -66,6 +66,9 @@ struct ProcessorConfig {
   // those a kind passes over no longer count as in flight).
   size_t max_in_flight = 20000;
   size_t max_tracked = 200000;
+  // Each of the two view read memos (processors/view_read_memo.h) keeps at
+  // most this many bytes: the setting read_memo_mb.
+  size_t read_memo_bytes = 128u << 20;
   ProcessorSettings settings;  // the kind's settings
   // Where lag and commit-to-view latency are measured from (the store's
   // clock stamps the changes); not owned.
@@ -105,6 +108,7 @@ struct ProcessorStatus {
   // queries, point reads.
   struct MemoCounts {
     uint64_t hits = 0, misses = 0;
+    uint64_t bytes = 0;  // held now
   };
   MemoCounts view_query_memo, view_item_memo;
   std::string last_error;

@@ -77,18 +77,21 @@ Result<std::vector<ParsedInstance>> ParseInstances(
           << "processor." << name
           << ".kafka_grace_ms is ignored: in-daemon processors no longer read Kafka";
     }
-    uint64_t parallelism, attempts, backoff;
+    uint64_t parallelism, attempts, backoff, memo_mb;
+    const std::string default_memo_mb = std::to_string(ProcessorConfig{}.read_memo_bytes >> 20);
     for (auto [key, fallback, min, max, out] :
          {std::tuple{"parallelism", "4", 1, 64, &parallelism},
           std::tuple{"max_attempts", "5", 1, 100, &attempts},
-          std::tuple{"retry_backoff_ms", "50", 1, 60000, &backoff}}) {
+          std::tuple{"retry_backoff_ms", "50", 1, 60000, &backoff},
+          std::tuple{"read_memo_mb", default_memo_mb.c_str(), 0, 65536, &memo_mb}}) {
       if (Status st = ParseCount(s, key, fallback, min, max, out); !st.ok()) return st;
     }
     config.parallelism = parallelism;
     config.max_attempts = static_cast<int>(attempts);
     config.retry_backoff = std::chrono::milliseconds(backoff);
+    config.read_memo_bytes = static_cast<size_t>(memo_mb) << 20;
     for (const char* key : {"kind", "source", "run", "parallelism", "max_attempts",
-                            "retry_backoff_ms", "kafka_grace_ms"}) {
+                            "retry_backoff_ms", "read_memo_mb", "kafka_grace_ms"}) {
       s.values.erase(key);
     }
     config.settings = s;

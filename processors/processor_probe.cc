@@ -83,6 +83,10 @@ void CollectInstance(const ProcessorStatus& s, Families& f) {
     f.Counter("feedd_processor_view_read_memo_requests_total", help_memo,
               static_cast<double>(counts.misses),
               {{"processor", s.name}, {"read", read}, {"outcome", "miss"}});
+    f.Gauge("feedd_processor_view_read_memo_bytes",
+            "Estimated memory of the reads a processor keeps between batches (at most its "
+            "read_memo_mb)",
+            static_cast<double>(counts.bytes), {{"processor", s.name}, {"read", read}});
   }
   f.Counter("feedd_processor_view_collisions_total",
             "Copies refused because their target item is not derived from the same source",

@@ -1,5 +1,7 @@
 #include "processors/view_read_memo.h"
 
+#include "util/json_memory.h"
+
 namespace feedd {
 
 ViewReadMemo::Items ViewReadMemo::Find(const std::string& key, uint64_t generation) {
@@ -16,12 +18,25 @@ ViewReadMemo::Items ViewReadMemo::Find(const std::string& key, uint64_t generati
 }
 
 void ViewReadMemo::Keep(const std::string& key, uint64_t generation, Items items) {
+  const size_t bytes =
+      items == nullptr || items->size() > limits_.max_items ? 0 : EntryBytes(key, *items);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) EraseLocked(it->second);
-  if (items == nullptr || items->size() > limits_.max_items) return;
-  entries_.push_front(Entry{key, generation, std::move(items)});
+  if (bytes == 0 || bytes > limits_.max_bytes) return;
+  while (!entries_.empty() && bytes_.load() + bytes > limits_.max_bytes) {
+    EraseLocked(std::prev(entries_.end()));
+  }
+  entries_.push_front(Entry{key, generation, std::move(items), bytes});
   index_.emplace(key, entries_.begin());
-  if (entries_.size() > limits_.max_entries) EraseLocked(std::prev(entries_.end()));
+  bytes_ += bytes;
+}
+
+size_t ViewReadMemo::EntryBytes(const std::string& key,
+                                const std::vector<boost::json::object>& items) {
+  // The key twice (list and index), the list and hash nodes, the answer.
+  size_t bytes = 2 * key.size() + sizeof(Entry) + 64 + sizeof(items) + 32;
+  for (const boost::json::object& item : items) bytes += ApproximateJsonBytes(item);
+  return bytes;
 }
 
 void ViewReadMemo::Erase(const std::string& key) {
@@ -30,6 +45,7 @@ void ViewReadMemo::Erase(const std::string& key) {
 }
 
 void ViewReadMemo::EraseLocked(std::list<Entry>::iterator it) {
+  bytes_ -= it->bytes;
   index_.erase(it->key);
   entries_.erase(it);
 }

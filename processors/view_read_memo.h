@@ -12,8 +12,12 @@
 // that one: any change by anyone (or a change to a partition that shares the
 // counter) makes it a miss, never a stale answer.
 //
-// Bounds (Limits): at most `max_entries` answers (least recently used dropped
-// first), each of at most `max_items` items; larger answers are not kept.
+// Bounds (Limits): the answers it keeps take at most `max_bytes` of memory
+// (an estimate: keys, items and their bookkeeping; least recently used
+// dropped first), each of at most `max_items` items; larger answers are not
+// kept. The bytes come from the processor's `read_memo_mb` setting
+// (docs/processors.md), so that a data set's users fit, whatever their
+// number, and large items cannot make the memo grow past it.
 //
 // Thread-safety: all methods are thread-safe (the applier threads of one
 // processor instance share it).
@@ -36,16 +40,14 @@ namespace feedd {
 class ViewReadMemo {
  public:
   struct Limits {
-    size_t max_entries;
+    size_t max_bytes;
     size_t max_items;
   };
   // A processor's query answers: a few view partitions of up to 1,000 items.
-  static constexpr Limits kQueries{16, 1000};
+  static constexpr Limits QueryLimits(size_t max_bytes) { return Limits{max_bytes, 1000}; }
   // A processor's point reads: the items its changes look up (one per key),
-  // such as the author of every comment and like, in no order: SF 0.1's
-  // 10,000 users fit (with 4,096, an SF 0.1 import read most of them again
-  // and `usernames` fell behind it).
-  static constexpr Limits kItems{16384, 1};
+  // such as the author of every comment and like, in no order.
+  static constexpr Limits ItemLimits(size_t max_bytes) { return Limits{max_bytes, 1}; }
 
   // The current generation of a partition (DocumentStore::PartitionGeneration);
   // nullopt when none is kept, which turns the memo off for it.
@@ -71,12 +73,18 @@ class ViewReadMemo {
 
   uint64_t hits() const { return hits_.load(); }
   uint64_t misses() const { return misses_.load(); }
+  // The estimated memory of what it keeps (at most Limits::max_bytes).
+  uint64_t bytes() const { return bytes_.load(); }
+
+  // What an answer of `items` kept for `key` is counted as.
+  static size_t EntryBytes(const std::string& key, const std::vector<boost::json::object>& items);
 
  private:
   struct Entry {
     std::string key;
     uint64_t generation;
     Items items;
+    size_t bytes;  // EntryBytes()
   };
   void EraseLocked(std::list<Entry>::iterator it);
 
@@ -85,6 +93,7 @@ class ViewReadMemo {
   std::mutex mutex_;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::atomic<uint64_t> bytes_{0};  // of entries_; written under mutex_
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

@@ -133,6 +133,17 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
     EXPECT_EQ(SampleValue(f, "feedd_processor_batches_total", counter, l), s.batches);
     EXPECT_EQ(SampleValue(f, "feedd_processor_rebuilds_total", counter, l), s.rebuilds);
     EXPECT_EQ(SampleValue(f, "feedd_processor_view_collisions_total", counter, l), s.collisions);
+    for (const auto& [read, counts] :
+         {std::pair{"query", s.view_query_memo}, std::pair{"item", s.view_item_memo}}) {
+      EXPECT_EQ(SampleValue(f, "feedd_processor_view_read_memo_bytes", gauge,
+                            {{"processor", s.name}, {"read", read}}),
+                counts.bytes)
+          << read;
+    }
+    // `usernames` looked the post's author up, and kept the user.
+    if (s.name == "usernames") {
+      EXPECT_GT(s.view_item_memo.bytes, 0u);
+    }
   }
   EXPECT_EQ(SampleValue(f, "feedd_admin_tasks_running", gauge), 0);
   for (const char* reason : {"in_progress", "too_many"}) {

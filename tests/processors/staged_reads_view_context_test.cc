@@ -9,10 +9,13 @@
 #include <set>
 
 #include "fake_view_context.h"
+#include "processors/processor_instance.h"
 #include "processors/view_read_memo.h"
 
 namespace feedd {
 namespace {
+
+constexpr size_t kMemoBytes = 128u << 20;  // a processor's default read_memo_mb
 
 using boost::json::object;
 using proctest::FakeViewContext;
@@ -209,7 +212,7 @@ class MemoTest : public StagedReadsTest {
   }
 
   uint64_t generation_ = 7;
-  ViewReadMemo memo_{Generations(), ViewReadMemo::kQueries};
+  ViewReadMemo memo_{Generations(), ViewReadMemo::QueryLimits(kMemoBytes)};
 };
 
 TEST_F(MemoTest, ACommittedBatchCarriesThePartitionToTheNextOne) {
@@ -321,7 +324,7 @@ TEST_F(MemoTest, QueriesWithoutAPartitionOrItsCounterGoToTheInnerContext) {
 }
 
 TEST_F(MemoTest, AnItemIsReadOnceWhileItsPartitionIsUnchanged) {
-  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  ViewReadMemo items(Generations(), ViewReadMemo::ItemLimits(kMemoBytes));
   auto read = [&](const std::string& pk, const std::string& id) {
     StagedReadsViewContext batch(&inner_, nullptr, &items);
     auto item = batch.Read("feed", pk, id);
@@ -388,7 +391,7 @@ TEST_F(MemoTest, SharedAnswersAreTheKeptOnesAndStaySnapshots) {
 }
 
 TEST_F(MemoTest, ASharedReadIsTheKeptItemAndAStagedWriteWins) {
-  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  ViewReadMemo items(Generations(), ViewReadMemo::ItemLimits(kMemoBytes));
   ViewContext::SharedItem kept;
   {
     StagedReadsViewContext batch(&inner_, nullptr, &items);
@@ -419,7 +422,7 @@ TEST_F(MemoTest, ASharedReadIsTheKeptItemAndAStagedWriteWins) {
 // Reads that would only miss again are not kept: of the item whose change is
 // applied (it changed just now) and of the processor's own targets.
 TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {
-  ViewReadMemo items(Generations(), ViewReadMemo::kItems);
+  ViewReadMemo items(Generations(), ViewReadMemo::ItemLimits(kMemoBytes));
   const std::set<std::string> targets = {"feed"};
   {
     StagedReadsViewContext batch(&inner_, nullptr, &items, &targets);
@@ -442,41 +445,77 @@ TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {
 }
 
 // `usernames` looks up the author of every comment and like, in no order:
-// a processor's item memo holds the 10,000 users of an SF 0.1 data set (with
-// 4,096 an SF 0.1 import read most of them from the store again and fell
-// behind, docs/benchmarks.md).
-TEST(ViewReadMemoTest, AProcessorsItemMemoHoldsTheUsersOfAnSf01DataSet) {
+// with the default read_memo_mb, a processor's item memo holds the 100,000
+// users of an SF 1 data set, as the store returns them (system properties
+// included). With 4,096 entries an SF 0.1 import read most of its 10,000
+// users from the store again and fell behind (docs/benchmarks.md).
+TEST(ViewReadMemoTest, AProcessorsItemMemoHoldsTheUsersOfAnSf1DataSet) {
   ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; },
-                    ViewReadMemo::kItems);
-  constexpr int kUsers = 10000;
+                    ViewReadMemo::ItemLimits(ProcessorConfig{}.read_memo_bytes));
+  constexpr int kUsers = 100000;
+  auto key = [](int u) {
+    return "users" + std::string(1, '\0') + "u" + std::to_string(u) + '\0' + "u" +
+           std::to_string(u);
+  };
   for (int u = 0; u < kUsers; ++u) {
-    memo.Keep("users/u" + std::to_string(u), 1,
-              std::make_shared<const std::vector<object>>(1, object{{"id", u}}));
+    const std::string id = "u" + std::to_string(u);
+    object user{{"id", id},
+                {"userId", id},
+                {"type", "user"},
+                {"username", "brave_otter" + std::to_string(u)},
+                {"_lsn", 17500492 + u},
+                {"_ts", 1764200000000},
+                {"_etag", "\"0000000001a0f3c9\""}};
+    memo.Keep(key(u), 1, std::make_shared<const std::vector<object>>(1, std::move(user)));
   }
   int kept = 0;
-  for (int u = 0; u < kUsers; ++u) kept += memo.Find("users/u" + std::to_string(u), 1) != nullptr;
+  for (int u = 0; u < kUsers; ++u) kept += memo.Find(key(u), 1) != nullptr;
   EXPECT_EQ(kept, kUsers);
+  EXPECT_LE(memo.bytes(), ProcessorConfig{}.read_memo_bytes);
 }
 
-TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBounds) {
-  constexpr ViewReadMemo::Limits kLimits{4, 3};
-  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; }, kLimits);
-  auto items = [](size_t n) {
-    return std::make_shared<const std::vector<object>>(n, object{{"id", "x"}});
+TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBytes) {
+  auto items = [](size_t n, size_t text = 1) {
+    return std::make_shared<const std::vector<object>>(n, object{{"id", std::string(text, 'x')}});
   };
-  for (size_t i = 0; i <= kLimits.max_entries; ++i) {
-    memo.Keep("q" + std::to_string(i), 1, items(1));
-  }
+  const size_t one = ViewReadMemo::EntryBytes("q0", *items(1));
+  const ViewReadMemo::Limits limits{4 * one, 3};
+  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; }, limits);
+  for (int i = 0; i <= 4; ++i) memo.Keep("q" + std::to_string(i), 1, items(1));
+  EXPECT_EQ(memo.bytes(), 4 * one);
   EXPECT_EQ(memo.Find("q0", 1), nullptr) << "the least recently used went first";
   ASSERT_NE(memo.Find("q1", 1), nullptr);
   EXPECT_EQ(memo.Find("q1", 2), nullptr) << "another generation is a miss";
   EXPECT_EQ(memo.Find("q1", 1), nullptr) << "and drops the outdated answer";
-  memo.Keep("big", 1, items(kLimits.max_items + 1));
-  EXPECT_EQ(memo.Find("big", 1), nullptr);
-  memo.Keep("q2", 1, items(kLimits.max_items));
-  ASSERT_NE(memo.Find("q2", 1), nullptr);
-  memo.Erase("q2");
+  EXPECT_EQ(memo.bytes(), 3 * one);
+
+  memo.Keep("many", 1, items(limits.max_items + 1));
+  EXPECT_EQ(memo.Find("many", 1), nullptr) << "more items than an answer may have";
+  memo.Keep("large", 1, items(1, 8 * one));
+  EXPECT_EQ(memo.Find("large", 1), nullptr) << "more bytes than the memo holds";
+  EXPECT_NE(memo.Find("q4", 1), nullptr) << "and neither pushed anything out";
+
+  // With room for one more small answer, a larger one first drops the
+  // least recently used (q2), and no more than it needs to.
+  const auto wide = items(1, one / 2);
+  ASSERT_GT(ViewReadMemo::EntryBytes("wide", *wide), one);
+  ASSERT_LE(ViewReadMemo::EntryBytes("wide", *wide), 2 * one);
+  memo.Keep("wide", 1, wide);
+  EXPECT_NE(memo.Find("wide", 1), nullptr);
   EXPECT_EQ(memo.Find("q2", 1), nullptr);
+  EXPECT_NE(memo.Find("q3", 1), nullptr);
+  EXPECT_NE(memo.Find("q4", 1), nullptr);
+  EXPECT_LE(memo.bytes(), limits.max_bytes);
+  for (const char* key : {"wide", "q3", "q4"}) memo.Erase(key);
+  EXPECT_EQ(memo.bytes(), 0u);
+}
+
+TEST(ViewReadMemoTest, NoBytesKeepsNothing) {
+  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; },
+                    ViewReadMemo::ItemLimits(0));
+  memo.Keep("u", 1, std::make_shared<const std::vector<object>>(1, object{{"id", "u"}}));
+  EXPECT_EQ(memo.Find("u", 1), nullptr);
+  EXPECT_EQ(memo.bytes(), 0u);
 }
 
 }  // namespace

@@ -515,7 +515,8 @@ TEST_F(OptionsTest, OneContainerOnTheCommandLineIsTheWholeScenario) {
 TEST_F(OptionsTest, TuningABuiltInProcessorKeepsTheBlogScenario) {
   // Keys of built-in processors other than kind tune them: the blog runs,
   // with those keys over its own, from the command line or the file.
-  args_ = {"--processor.feed.parallelism=1", "--processor.usernames.max_attempts=9"};
+  args_ = {"--processor.feed.parallelism=1", "--processor.usernames.max_attempts=9",
+           "--processor.usernames.read_memo_mb=16"};
   UseConfigFile("[processor.user_posts]\ntruncate_chars = 20\n");
   DaemonConfig config = LoadOk();
   EXPECT_TRUE(config.default_scenario);
@@ -523,10 +524,15 @@ TEST_F(OptionsTest, TuningABuiltInProcessorKeepsTheBlogScenario) {
   std::map<std::string, std::string> want = BlogProcessorSettings();
   want["feed.parallelism"] = "1";
   want["usernames.max_attempts"] = "9";
+  want["usernames.read_memo_mb"] = "16";
   want["user_posts.truncate_chars"] = "20";
   EXPECT_EQ(config.processor_settings, want);
   EXPECT_TRUE(
       ProcessorManager::Validate(config.processor_settings, config.store.containers, true).ok());
+  want["usernames.read_memo_mb"] = "65537";
+  Status too_much = ProcessorManager::Validate(want, config.store.containers, true);
+  EXPECT_FALSE(too_much.ok());
+  EXPECT_NE(too_much.message().find("read_memo_mb"), std::string::npos) << too_much.ToString();
 }
 
 TEST_F(OptionsTest, AKindOrANewProcessorDeclaresTheScenario) {
