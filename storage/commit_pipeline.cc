@@ -463,11 +463,11 @@ class CommitPipeline::GroupBuilder {
         if (statuses[i].ok()) {
           value = values[i].ToString();
           held += value->size();
-        } else if (!statuses[i].IsNotFound()) {
-          continue;
         }
         values[i].Reset();
-        overlay_.emplace(OverlayKey(*container, wanted[first + i].key), std::move(value));
+        if (statuses[i].ok() || statuses[i].IsNotFound()) {
+          overlay_.emplace(OverlayKey(*container, wanted[first + i].key), std::move(value));
+        }
       }
       first = end;
     }

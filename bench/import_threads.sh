@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# import_threads.sh: where an import's CPU goes, thread by thread, for two
+# builds in turns.
+#
+#   bench/import_threads.sh [--rounds 3] [--ndjson DIR] [--sf 0.01]
+#                           BUILD_A [BUILD_B] [-- FEEDD_ARGS...]
+#
+# For each round and each build (A, then B), on a fresh data directory:
+# starts BUILD/feedd with storage.sync=true and FEEDD_ARGS (e.g.
+# --processors.enabled=false --kafka.brokers=none to time the commit thread
+# alone), times `feedctl import` of users.ndjson then posts.ndjson, waits
+# until every processor's appliedLsn is the head LSN, and prints the import's
+# items/s, the time until the views were current, and per thread name (digits
+# folded: ap-N-usernames) the CPU time it ran and the time it waited,
+# runnable, for a core (/proc/PID/task/TID/schedstat): a thread that waits
+# long for a core is held back by the others, not by its own work.
+# DIR (default: a temporary one) gets the data set from
+# bench/scenario/ndjson.py unless it holds both files.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PY=/usr/bin/python3
+ROUNDS=3 NDJSON="" SF=0.01 BUILDS=() ARGS=()
+COMMAND="$0 $*"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --ndjson) NDJSON=$2; shift 2 ;;
+    --sf) SF=$2; shift 2 ;;
+    --) shift; ARGS=("$@"); break ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) BUILDS+=("$1"); shift ;;
+  esac
+done
+[ ${#BUILDS[@]} -ge 1 ] || { echo "usage: $0 [--rounds N] [--ndjson DIR] BUILD_A [BUILD_B] [-- FEEDD_ARGS...]" >&2; exit 2; }
+WORK=$(mktemp -d /tmp/import_threads.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+if [ -z "$NDJSON" ]; then NDJSON=$WORK/ndjson; fi
+if [ ! -s "$NDJSON/users.ndjson" ] || [ ! -s "$NDJSON/posts.ndjson" ]; then
+  $PY "$HERE/scenario/ndjson.py" --sf "$SF" --seed 42 --out "$NDJSON" >/dev/null
+fi
+echo "# $COMMAND"
+echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+
+tasks() {  # name run_ns wait_ns, one line per thread of $1
+  for t in /proc/"$1"/task/*; do
+    echo "$(tr ' ' '_' < "$t/comm") $(cut -d' ' -f1,2 "$t/schedstat")" 2>/dev/null || true
+  done
+}
+
+one() {  # BUILD
+  local build=$1 dir=$WORK/run pid api t0 t1 t2 items
+  rm -rf "$dir"; mkdir -p "$dir/data"
+  "$build/feedd" --data-dir "$dir/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --ready-file "$dir/ready.json" --storage.sync=true "${ARGS[@]}" > "$dir/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do [ -s "$dir/ready.json" ] && break; sleep 0.1; done
+  api=$($PY -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$dir/ready.json")
+  tasks $pid > "$dir/before"
+  t0=$(date +%s.%N)
+  "$build/feedctl" --api "$api" import --no-progress users "$NDJSON/users.ndjson" > /dev/null
+  "$build/feedctl" --api "$api" import --no-progress posts "$NDJSON/posts.ndjson" > /dev/null
+  t1=$(date +%s.%N)
+  $PY - "$api" <<'PYEOF'
+import json, sys, time, urllib.request
+api = sys.argv[1]
+def get(path):
+    with urllib.request.urlopen("http://%s%s" % (api, path), timeout=60) as r:
+        return json.load(r)
+while True:
+    head = get("/v1/feed")["headLsn"]
+    if all(p["appliedLsn"] >= head for p in get("/v1/processors")["processors"]):
+        break
+    time.sleep(0.05)
+PYEOF
+  t2=$(date +%s.%N)
+  tasks $pid > "$dir/after"
+  kill $pid; wait $pid || true
+  items=$(( $(wc -l < "$NDJSON/users.ndjson") + $(wc -l < "$NDJSON/posts.ndjson") ))
+  $PY - "$build" "$dir" "$items" "$t0" "$t1" "$t2" <<'PYEOF'
+import collections, re, sys
+build, d, items, t0, t1, t2 = sys.argv[1], sys.argv[2], int(sys.argv[3]), *map(float, sys.argv[4:])
+def load(f):
+    out = collections.defaultdict(lambda: [0, 0])
+    for line in open(f):
+        name, run, wait = line.split()
+        k = re.sub(r"\d+", "N", name)
+        out[k][0] += int(run); out[k][1] += int(wait)
+    return out
+a, b = load(d + "/before"), load(d + "/after")
+cpu = {k: ((b[k][0] - a[k][0]) / 1e9, (b[k][1] - a[k][1]) / 1e9) for k in b}
+total = sum(r for r, _ in cpu.values())
+print("%s: import %.0f items/s (%.2f s), views current after %.2f s (%.0f items/s), CPU %.2f s"
+      % (build, items / (t1 - t0), t1 - t0, t2 - t0, items / (t2 - t0), total))
+for k, (r, w) in sorted(cpu.items(), key=lambda kv: -kv[1][0]):
+    if r >= 0.05:
+        print("  %-18s ran %6.2f s  waited for a core %6.2f s" % (k, r, w))
+PYEOF
+}
+
+for _ in $(seq "$ROUNDS"); do
+  for build in "${BUILDS[@]}"; do one "$build"; done
+done
