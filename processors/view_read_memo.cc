@@ -34,7 +34,8 @@ void ViewReadMemo::Keep(const std::string& key, uint64_t generation, Items items
 size_t ViewReadMemo::EntryBytes(const std::string& key,
                                 const std::vector<boost::json::object>& items) {
   // The key twice (list and index), the list and hash nodes, the answer.
-  size_t bytes = 2 * key.size() + sizeof(Entry) + 64 + sizeof(items) + 32;
+  size_t bytes =
+      2 * key.size() + sizeof(Entry) + 64 + sizeof(std::vector<boost::json::object>) + 32;
   for (const boost::json::object& item : items) bytes += ApproximateJsonBytes(item);
   return bytes;
 }
