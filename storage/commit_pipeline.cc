@@ -428,7 +428,11 @@ class CommitPipeline::GroupBuilder {
   void Prefetch(std::span<const WriteRequest> requests) {
     struct Wanted {
       const ContainerHandle* container;
-      std::string key;
+      std::string overlay_key;  // OverlayKey(): the container's name, '\0', the item key
+      rocksdb::Slice key() const {
+        const size_t prefix = container->spec.name.size() + 1;
+        return rocksdb::Slice(overlay_key.data() + prefix, overlay_key.size() - prefix);
+      }
     };
     std::vector<Wanted> wanted;
     for (const WriteRequest& request : requests) {
@@ -436,14 +440,16 @@ class CommitPipeline::GroupBuilder {
       if (container == nullptr) continue;
       for (const WriteOp& op : request.ops) {
         Result<std::string> id = OpId(request.partition_key, op);
-        if (id.ok()) wanted.push_back({container, kf::ItemKey(request.partition_key, *id)});
+        if (id.ok()) {
+          wanted.push_back(
+              {container, OverlayKey(*container, kf::ItemKey(request.partition_key, *id))});
+        }
       }
     }
-    std::sort(wanted.begin(), wanted.end(), [](const Wanted& a, const Wanted& b) {
-      if (a.container != b.container) return a.container->index < b.container->index;
-      return a.key < b.key;
-    });
-    overlay_.reserve(overlay_.size() + 2 * wanted.size());
+    // By container, and within one by item key: MultiGet's sorted input.
+    std::sort(wanted.begin(), wanted.end(),
+              [](const Wanted& a, const Wanted& b) { return a.overlay_key < b.overlay_key; });
+    overlay_.reserve(overlay_.size() + wanted.size());
     size_t held = 0;
     std::vector<rocksdb::Slice> keys;
     std::vector<rocksdb::PinnableSlice> values(kPrefetchKeys);
@@ -454,7 +460,7 @@ class CommitPipeline::GroupBuilder {
       size_t end = first;
       while (end < wanted.size() && keys.size() < kPrefetchKeys &&
              wanted[end].container == container) {
-        keys.emplace_back(wanted[end++].key);
+        keys.push_back(wanted[end++].key());
       }
       db_->db()->MultiGet(rocksdb::ReadOptions(), container->items, keys.size(), keys.data(),
                           values.data(), statuses.data(), /*sorted_input=*/true);
@@ -466,7 +472,7 @@ class CommitPipeline::GroupBuilder {
         }
         values[i].Reset();
         if (statuses[i].ok() || statuses[i].IsNotFound()) {
-          overlay_.emplace(OverlayKey(*container, wanted[first + i].key), std::move(value));
+          overlay_.emplace(std::move(wanted[first + i].overlay_key), std::move(value));
         }
       }
       first = end;
