@@ -50,52 +50,24 @@ cleanup() {
 trap cleanup EXIT
 [ -n "$NDJSON" ] || NDJSON="$WORK/ndjson"
 
-if [ ! -s "$NDJSON/users.ndjson" ] || [ ! -s "$NDJSON/posts.ndjson" ]; then
-  echo "== generating SF $SF (seed $SEED) into $NDJSON" >&2
-  "$PYTHON" "$HERE/scenario/ndjson.py" --sf "$SF" --seed "$SEED" --out "$NDJSON" > "$WORK/counts.json"
-else
-  "$PYTHON" -c 'import sys; n=sum(1 for f in sys.argv[1:] for _ in open(f)); print("{\"items\": %d}" % n)' \
-    "$NDJSON/users.ndjson" "$NDJSON/posts.ndjson" > "$WORK/counts.json"
-fi
+. "$HERE/import_common.sh"
+ensure_ndjson "$NDJSON" "$SF" "$SEED"
+"$PYTHON" -c 'import sys; n=sum(1 for f in sys.argv[1:] for _ in open(f)); print("{\"items\": %d}" % n)' \
+  "$NDJSON/users.ndjson" "$NDJSON/posts.ndjson" > "$WORK/counts.json"
 ITEMS=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"])' "$WORK/counts.json")
 BYTES=$(( $(stat -c %s "$NDJSON/users.ndjson") + $(stat -c %s "$NDJSON/posts.ndjson") ))
 
-mkdir -p "$WORK/data"
-"$BUILD/feedd" --data-dir "$WORK/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  --ready-file "$WORK/ready.json" --storage.sync=true > "$WORK/feedd.log" 2>&1 &
-FEEDD_PID=$!
-for _ in $(seq 600); do [ -s "$WORK/ready.json" ] && break; sleep 0.1; done
-API=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$WORK/ready.json")
-
+start_feedd "$BUILD" "$WORK"
 now() { date +%s.%N; }
-# Waits until every processor applied the head LSN (or Kafka published it).
-wait_for() {
-  "$PYTHON" - "$API" "$1" <<'PY'
-import json, sys, time, urllib.request
-api, what = sys.argv[1], sys.argv[2]
-def get(path):
-    with urllib.request.urlopen("http://%s%s" % (api, path), timeout=60) as r:
-        return json.load(r)
-while True:
-    head = get("/v1/feed")["headLsn"]
-    if what == "views":
-        done = all(p["appliedLsn"] >= head for p in get("/v1/processors")["processors"])
-    else:
-        done = get("/v1/feed").get("publishedLsn", 0) >= head
-    if done:
-        break
-    time.sleep(0.05)
-PY
-}
 
 echo "== importing $ITEMS items ($BYTES bytes) into feedd at $API" >&2
 T0=$(now)
 "$BUILD/feedctl" --api "$API" import --no-progress users "$NDJSON/users.ndjson" > "$WORK/users.report"
 "$BUILD/feedctl" --api "$API" import posts "$NDJSON/posts.ndjson" > "$WORK/posts.report"
 T_IMPORT=$(now)
-wait_for views
+wait_for "$API" views
 T_VIEWS=$(now)
-wait_for kafka
+wait_for "$API" kafka
 T_KAFKA=$(now)
 CPU=$(awk '{print ($14+$15)/100}' "/proc/$FEEDD_PID/stat")
 "$BUILD/feedctl" --api "$API" verify > "$WORK/verify.txt" && VERIFY=ok || VERIFY=FAILED

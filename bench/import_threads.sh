@@ -18,7 +18,7 @@
 # bench/scenario/ndjson.py unless it holds both files.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-PY=/usr/bin/python3
+PYTHON=/usr/bin/python3
 ROUNDS=3 NDJSON="" SF=0.01 BUILDS=() ARGS=()
 COMMAND="$0 $*"
 while [ $# -gt 0 ]; do
@@ -34,10 +34,9 @@ done
 [ ${#BUILDS[@]} -ge 1 ] || { echo "usage: $0 [--rounds N] [--ndjson DIR] BUILD_A [BUILD_B] [-- FEEDD_ARGS...]" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/import_threads.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-if [ -z "$NDJSON" ]; then NDJSON=$WORK/ndjson; fi
-if [ ! -s "$NDJSON/users.ndjson" ] || [ ! -s "$NDJSON/posts.ndjson" ]; then
-  $PY "$HERE/scenario/ndjson.py" --sf "$SF" --seed 42 --out "$NDJSON" >/dev/null
-fi
+. "$HERE/import_common.sh"
+[ -n "$NDJSON" ] || NDJSON=$WORK/ndjson
+ensure_ndjson "$NDJSON" "$SF" 42
 echo "# $COMMAND"
 echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
 
@@ -48,35 +47,20 @@ tasks() {  # name run_ns wait_ns, one line per thread of $1
 }
 
 one() {  # BUILD
-  local build=$1 dir=$WORK/run pid api t0 t1 t2 items
-  rm -rf "$dir"; mkdir -p "$dir/data"
-  "$build/feedd" --data-dir "$dir/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --ready-file "$dir/ready.json" --storage.sync=true "${ARGS[@]}" > "$dir/log" 2>&1 &
-  pid=$!
-  for _ in $(seq 300); do [ -s "$dir/ready.json" ] && break; sleep 0.1; done
-  api=$($PY -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$dir/ready.json")
-  tasks $pid > "$dir/before"
+  local build=$1 dir=$WORK/run t0 t1 t2 items
+  rm -rf "$dir"; mkdir -p "$dir"
+  start_feedd "$build" "$dir" "${ARGS[@]}"
+  tasks $FEEDD_PID > "$dir/before"
   t0=$(date +%s.%N)
-  "$build/feedctl" --api "$api" import --no-progress users "$NDJSON/users.ndjson" > /dev/null
-  "$build/feedctl" --api "$api" import --no-progress posts "$NDJSON/posts.ndjson" > /dev/null
+  "$build/feedctl" --api "$API" import --no-progress users "$NDJSON/users.ndjson" > /dev/null
+  "$build/feedctl" --api "$API" import --no-progress posts "$NDJSON/posts.ndjson" > /dev/null
   t1=$(date +%s.%N)
-  $PY - "$api" <<'PYEOF'
-import json, sys, time, urllib.request
-api = sys.argv[1]
-def get(path):
-    with urllib.request.urlopen("http://%s%s" % (api, path), timeout=60) as r:
-        return json.load(r)
-while True:
-    head = get("/v1/feed")["headLsn"]
-    if all(p["appliedLsn"] >= head for p in get("/v1/processors")["processors"]):
-        break
-    time.sleep(0.05)
-PYEOF
+  wait_for "$API" views
   t2=$(date +%s.%N)
-  tasks $pid > "$dir/after"
-  kill $pid; wait $pid || true
+  tasks $FEEDD_PID > "$dir/after"
+  kill $FEEDD_PID; wait $FEEDD_PID || true
   items=$(( $(wc -l < "$NDJSON/users.ndjson") + $(wc -l < "$NDJSON/posts.ndjson") ))
-  $PY - "$build" "$dir" "$items" "$t0" "$t1" "$t2" <<'PYEOF'
+  "$PYTHON" - "$build" "$dir" "$items" "$t0" "$t1" "$t2" <<'PYEOF'
 import collections, re, sys
 build, d, items, t0, t1, t2 = sys.argv[1], sys.argv[2], int(sys.argv[3]), *map(float, sys.argv[4:])
 def load(f):
