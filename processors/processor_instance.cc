@@ -45,12 +45,13 @@ class ProcessorInstance::Impl {
         kind_(std::move(kind)),
         source_(std::move(source)),
         consumer_name_(ConsumerName(config_.name)),
-        concern_(kind_->ConcernFilters()),
         query_memo_(PartitionGenerationOf(store),
                     ViewReadMemo::QueryLimits(config_.read_memo_bytes)),
         item_memo_(PartitionGenerationOf(store),
                    ViewReadMemo::ItemLimits(config_.read_memo_bytes)) {
-    for (const auto& c : kind_->SourceContainers()) sources_.insert(c);
+    for (const auto& c : kind_->SourceContainers()) {
+      sources_.emplace(c, ConcernFilter(kind_->ConcernFilters(c)));
+    }
     for (const auto& c : kind_->TargetContainers()) targets_.insert(c);
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
@@ -152,6 +153,8 @@ class ProcessorInstance::Impl {
     if (s.state == ProcessorState::kRunning && s.parked > 0) s.state = ProcessorState::kDegraded;
     s.applied = applied_count_.load();
     s.view_writes = view_writes_.load();
+    s.passed_over_outside_concern = outside_concern_.load();
+    s.passed_over_applied_already = applied_already_.load();
     s.errors = applier_->errors();
     s.batches = applier_->batches();
     const ChangeSourceCounts counts = source_->counts();
@@ -230,7 +233,7 @@ class ProcessorInstance::Impl {
   uint64_t EstimatedSourceItems() const {
     uint64_t total = 0;
     for (const ContainerUsage& usage : store_->Usage()) {
-      if (sources_.count(usage.container) != 0) total += usage.estimated_items;
+      if (sources_.contains(usage.container)) total += usage.estimated_items;
     }
     return total;
   }
@@ -532,7 +535,10 @@ class ProcessorInstance::Impl {
         continue;
       }
       std::vector<Change> changes;
-      for (const ChangeRecord& record : records) Offer(record, &changes);
+      // Reads of the kind's AppliedAlready(), through the instance's memos.
+      StoreViewContext store_reads(store_, consumer_name_, [this] { return Position(); });
+      StagedReadsViewContext reads(&store_reads, &query_memo_, &item_memo_, &targets_);
+      for (const ChangeRecord& record : records) Offer(record, reads, &changes);
       applier_->Dispatch(std::move(changes));
       if (!records.empty()) next_ = records.back().lsn + 1;
     }
@@ -555,14 +561,18 @@ class ProcessorInstance::Impl {
     stop_cv_.notify_all();
   }
 
-  // A record of the feed: tracked, and added to *changes when relevant.
-  void Offer(const ChangeRecord& record, std::vector<Change>* changes) {
+  // A record of the feed: tracked, and added to *changes when an applier
+  // has something to do with it.
+  void Offer(const ChangeRecord& record, ViewContext& reads, std::vector<Change>* changes) {
     if (!Track(record.lsn, record.ts_ms)) return;
-    if (sources_.count(record.container) == 0) {
+    auto source = sources_.find(record.container);
+    if (source == sources_.end()) {
       Done(record.lsn);
       return;
     }
-    if (!concern_.MayConcern(record)) return PassOver(record.lsn);
+    const ConcernFilter& concern = source->second;
+    if (!concern.MayConcern(record)) return PassOver(record.lsn, outside_concern_);
+    if (kind_->AppliedAlready(record, reads)) return PassOver(record.lsn, applied_already_);
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
@@ -580,13 +590,15 @@ class ProcessorInstance::Impl {
                      change.status().ToString());
       return;
     }
-    if (!concern_.Concerns(*change)) return PassOver(record.lsn);
+    if (!concern.Concerns(*change)) return PassOver(record.lsn, outside_concern_);
     changes->push_back(std::move(*change));
   }
 
-  // A change outside the kind's concern: applied, without an applier.
-  void PassOver(Lsn lsn) {
+  // A change an applier has nothing to do for: applied, without one, and
+  // counted in `why`.
+  void PassOver(Lsn lsn, std::atomic<uint64_t>& why) {
     ++applied_count_;
+    ++why;
     Done(lsn);
   }
 
@@ -599,8 +611,8 @@ class ProcessorInstance::Impl {
   const std::unique_ptr<ProcessorKind> kind_;
   const std::unique_ptr<ChangeSource> source_;
   const std::string consumer_name_;
-  std::set<std::string> sources_;
-  const ConcernFilter concern_;  // which of their changes reach an applier
+  // The kind's source containers, with which of their changes can concern it.
+  std::map<std::string, ConcernFilter> sources_;
 
   std::mutex control_mutex_;  // Stop / Rebuild
   bool stopped_ = false;      // GUARDED_BY(control_mutex_)
@@ -626,6 +638,9 @@ class ProcessorInstance::Impl {
 
   StatusCell status_{"processor", config_.name};
   std::atomic<uint64_t> applied_count_{0}, view_writes_{0};
+  // Of applied_count_, passed over: outside the kind's concern, or already
+  // applied (ProcessorKind::AppliedAlready()).
+  std::atomic<uint64_t> outside_concern_{0}, applied_already_{0};
   std::atomic<uint64_t> collisions_{0};
   // What Apply() read, between batches: query answers and items.
   ViewReadMemo query_memo_, item_memo_;

@@ -88,11 +88,14 @@ struct ProcessorStatus {
   // starting, running, rebuilding, degraded (parked), paused, stopped
   ProcessorState state = ProcessorState::kStarting;
   Lsn applied_lsn = 0;
-  uint64_t lag_changes = 0;   // head LSN - applied LSN
-  uint64_t pending = 0;       // changes received and not yet applied
-  double lag_seconds = 0;     // age of the oldest unapplied change
-  uint64_t applied = 0;       // changes applied (including no-ops)
-  uint64_t view_writes = 0;   // derived items written
+  uint64_t lag_changes = 0;  // head LSN - applied LSN
+  uint64_t pending = 0;      // changes received and not yet applied
+  double lag_seconds = 0;    // age of the oldest unapplied change
+  uint64_t applied = 0;      // changes applied (including no-ops)
+  uint64_t view_writes = 0;  // derived items written
+  // Of `applied`, counted without an applier: outside the kind's concern
+  // (ConcernFilters()), or already applied (AppliedAlready()).
+  uint64_t passed_over_outside_concern = 0, passed_over_applied_already = 0;
   uint64_t batches = 0;       // runs of changes applied with one commit
   uint64_t errors = 0;        // failed attempts
   uint64_t parked = 0;        // parked now

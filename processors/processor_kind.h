@@ -54,13 +54,32 @@ class ProcessorKind {
   // applied again one at a time, so retries and parking stay per change.
   virtual size_t MaxBatch() const { return 1; }
 
-  // The filter an image of a change must match for Apply() to have
-  // anything to do with it (a view of posts: type=post; a comment is
-  // nothing to it), or none when any change may matter. The runtime counts
-  // a change that carries the images its op implies, none of them matching,
-  // as applied without an applier, and mostly without parsing it
+  // The filter an image of a change to `container` (one of
+  // SourceContainers()) must match for Apply() to have anything to do with
+  // it (a view of posts: type=post; a comment is nothing to it), or none
+  // when any change there may matter. The runtime counts a change that
+  // carries the images its op implies, none of them matching, as applied
+  // without an applier, and mostly without parsing it
   // (processors/concern_filter.h). Apply() must then indeed do nothing.
-  virtual std::vector<FieldFilter> ConcernFilters() const { return {}; }
+  virtual std::vector<FieldFilter> ConcernFilters(const std::string& container) const {
+    (void)container;
+    return {};
+  }
+
+  // True when Apply() of the change in `record` would stage nothing, told
+  // from the record's text (storage/change_record.h: a compact, canonical
+  // envelope) and from the current state read through `ctx`, without
+  // parsing the record: a comment whose copy of its author's name is
+  // already right, say. False whenever it cannot tell; the change then goes
+  // to an applier. The in-daemon runtime asks this on its source thread for
+  // each change its ConcernFilters() let through; true counts the change as
+  // applied. Implementations only read through `ctx`, and must answer as
+  // Apply() would for the same current state (Apply() is level-triggered).
+  virtual bool AppliedAlready(const ChangeRecord& record, ViewContext& ctx) const {
+    (void)record;
+    (void)ctx;
+    return false;
+  }
 
   virtual Status Apply(const Change& change, ViewContext& ctx) const = 0;
   // Derives the whole view from the current source state, writing only its

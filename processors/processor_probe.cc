@@ -65,6 +65,15 @@ void CollectInstance(const ProcessorStatus& s, Families& f) {
             {{"processor", s.name}, {"outcome", "failed"}});
   f.Counter("feedd_processor_applies_total", help_applies, static_cast<double>(s.parked_total),
             {{"processor", s.name}, {"outcome", "parked"}});
+  const char* help_passed =
+      "Changes applied without an applier: outside the kind's concern, or "
+      "already reflected in the view";
+  f.Counter("feedd_processor_changes_passed_over_total", help_passed,
+            static_cast<double>(s.passed_over_outside_concern),
+            {{"processor", s.name}, {"why", "outside_concern"}});
+  f.Counter("feedd_processor_changes_passed_over_total", help_passed,
+            static_cast<double>(s.passed_over_applied_already),
+            {{"processor", s.name}, {"why", "applied_already"}});
   f.Counter("feedd_processor_view_writes_total", "Derived items written",
             static_cast<double>(s.view_writes), l);
   f.Counter("feedd_processor_batches_total",

@@ -14,11 +14,16 @@
 // A source change fans out through the target index; a target change looks
 // its source up (one partition when the source container is partitioned by
 // key_field). Only differing targets are written, so a no-op edit writes
-// nothing and the processor's own writes come back as no-ops.
+// nothing and the processor's own writes come back as no-ops. A target
+// change whose copy is already right (a comment with its author's current
+// name) is told from the record's text (AppliedAlready()), without parsing
+// it; of a source container that holds other items too, only changes of
+// source items concern the kind (ConcernFilters()).
 #include <boost/json.hpp>
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
+#include "storage/json_scan.h"
 #include "storage/query_semantics.h"
 
 namespace feedd {
@@ -36,6 +41,41 @@ class FieldCopy : public ProcessorKind {
     return {source_container, target_container};
   }
   std::vector<std::string> TargetContainers() const override { return {target_container}; }
+
+  // Apply() reads the current version of a source container's item and
+  // acts only on a source: a change none of whose images is one (a post
+  // copied into users, say) leaves the current version to its own change.
+  std::vector<FieldFilter> ConcernFilters(const std::string& container) const override {
+    if (container == source_container && container != target_container) return source_filter;
+    return {};
+  }
+
+  // What Apply() does with a target change, told from the text: nothing
+  // for a delete; else FixTarget() of the after-image, which writes only
+  // when the image's copy differs from the source's current value. Equal
+  // canonical texts parse to equal values; anything else is left to Apply().
+  bool AppliedAlready(const ChangeRecord& record, ViewContext& ctx) const override {
+    if (record.container != target_container || record.container == source_container) {
+      return false;
+    }
+    if (record.op == ChangeOp::kDelete) return true;
+    std::string_view after, key_text, copy_text;
+    if (FindJsonValue(record.envelope_json, {"after"}, &after) != JsonScan::kFound ||
+        !after.starts_with('{') ||
+        FindJsonValue(after, target_key_field.tokens(), &key_text) != JsonScan::kFound ||
+        FindJsonValue(after, target_field.tokens(), &copy_text) != JsonScan::kFound) {
+      return false;
+    }
+    // A key without escapes reads as it is written.
+    if (key_text.size() < 2 || !key_text.starts_with('"') || !key_text.ends_with('"') ||
+        key_text.find('\\') != std::string_view::npos) {
+      return false;
+    }
+    auto value = LookupValue(std::string(key_text.substr(1, key_text.size() - 2)), ctx);
+    if (!value.ok()) return false;
+    if (!*value) return true;  // no source (yet): Apply() leaves the copy alone
+    return boost::json::serialize(**value) == copy_text;
+  }
 
   std::string OrderingKey(const Change& change) const override {
     // Renames and the creation of referencing items of one key serialize.

@@ -37,7 +37,7 @@ class Projection : public ProcessorKind, public views::CopySettings {
   // Apply() reads its view only through Read() and keeps no state of its own.
   size_t MaxBatch() const override { return 256; }
 
-  std::vector<FieldFilter> ConcernFilters() const override { return filter; }
+  std::vector<FieldFilter> ConcernFilters(const std::string&) const override { return filter; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say

@@ -63,7 +63,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
   // within 100 ms (bench/views_bench.sh).
   size_t MaxBatch() const override { return 256; }
 
-  std::vector<FieldFilter> ConcernFilters() const override { return filter; }
+  std::vector<FieldFilter> ConcernFilters(const std::string&) const override { return filter; }
 
   Status Apply(const Change& change, ViewContext& ctx) const override {
     if (views::OutsideFilter(change, filter)) return Status::Ok();  // a comment, say

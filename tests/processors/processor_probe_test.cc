@@ -129,6 +129,18 @@ TEST_F(ProcessorProbeTest, ReportsEachInstanceTheAdminTasksAndTheJobs) {
     EXPECT_EQ(SampleValue(f, "feedd_processor_changes_taken_total", counter,
                           {{"processor", s.name}, {"from", "durable_feed"}}),
               s.from_durable_feed);
+    for (const auto& [why, count] : {std::pair{"outside_concern", s.passed_over_outside_concern},
+                                     std::pair{"applied_already", s.passed_over_applied_already}}) {
+      EXPECT_EQ(SampleValue(f, "feedd_processor_changes_passed_over_total", counter,
+                            {{"processor", s.name}, {"why", why}}),
+                count);
+    }
+    if (s.name == "usernames") {
+      // The post already carries its author's name; user_posts' copy of it
+      // in users is not a user.
+      EXPECT_GE(s.passed_over_applied_already, 1u);
+      EXPECT_GE(s.passed_over_outside_concern, 1u);
+    }
     EXPECT_EQ(SampleValue(f, "feedd_processor_view_writes_total", counter, l), s.view_writes);
     EXPECT_EQ(SampleValue(f, "feedd_processor_batches_total", counter, l), s.batches);
     EXPECT_EQ(SampleValue(f, "feedd_processor_rebuilds_total", counter, l), s.rebuilds);

@@ -29,6 +29,7 @@
 #include "processors/processor_manager.h"
 #include "processors/store_view_context.h"
 #include "storage/document_store.h"
+#include "storage/json_scan.h"
 #include "storage/prepared_item.h"
 #include "tests/blog_scenario.h"
 
@@ -100,16 +101,30 @@ MirrorLog& Log() {
 // Mirrors every item of `source_container` into `target_container` as
 // {id, pk: <source partition key>, value, _sourceLsn}; ordering key = the
 // source's partition key. Settings: source_container, target_container, tag.
-// Setting concern_filter (field=value): ConcernFilters().
+// Setting concern_filter (field=value): ConcernFilters(). Setting
+// tell_applied=true: AppliedAlready() is true when the copy's value has the
+// text of the after-image's value.
 class MirrorKind : public ProcessorKind {
  public:
   std::string source, target, tag;
   std::vector<FieldFilter> concern;
+  bool tell_applied = false;
 
   std::vector<std::string> SourceContainers() const override { return {source}; }
   std::vector<std::string> TargetContainers() const override { return {target}; }
   std::string OrderingKey(const Change& c) const override { return c.partition_key; }
-  std::vector<FieldFilter> ConcernFilters() const override { return concern; }
+  std::vector<FieldFilter> ConcernFilters(const std::string&) const override { return concern; }
+
+  bool AppliedAlready(const ChangeRecord& record, ViewContext& ctx) const override {
+    if (!tell_applied || record.op == ChangeOp::kDelete) return false;
+    std::string_view value;
+    if (FindJsonValue(record.envelope_json, {"after", "value"}, &value) != JsonScan::kFound) {
+      return false;
+    }
+    auto copy = ctx.Read(target, record.partition_key, record.id);
+    if (!copy.ok() || !*copy || !(*copy)->contains("value")) return false;
+    return boost::json::serialize((*copy)->at("value")) == value;
+  }
 
   Status Apply(const Change& c, ViewContext& ctx) const override {
     {
@@ -177,6 +192,7 @@ Result<std::unique_ptr<ProcessorKind>> MakeMirror(const ProcessorSettings& s,
   auto concern = views::ParseFilter(s, "concern_filter");
   if (!concern.ok()) return concern.status();
   kind->concern = std::move(*concern);
+  kind->tell_applied = s.Optional("tell_applied", "false") == "true";
   return std::unique_ptr<ProcessorKind>(std::move(kind));
 }
 
@@ -717,10 +733,40 @@ TEST_F(RuntimeTest, AChangeOutsideTheKindsConcernIsAppliedWithoutAnApply) {
   ASSERT_TRUE(Quiescent({mirror}));
   EXPECT_EQ(mirror->applied(), store_->HeadLsn());  // past the mirror's own writes too
   EXPECT_EQ(mirror->GetStatus().applied, 4u);
+  EXPECT_EQ(mirror->GetStatus().passed_over_outside_concern, 1u);
+  EXPECT_EQ(mirror->GetStatus().passed_over_applied_already, 0u);
   std::lock_guard<std::mutex> lock(Log().mutex);
   EXPECT_EQ(Log().attempts.count("o1"), 0u);
   EXPECT_EQ(Log().attempts["n1"], 1);
   EXPECT_EQ(Log().attempts["n2"], 2);
+}
+
+// A change the kind tells is applied already (AppliedAlready(), on the
+// source thread, reading the view) never reaches an applier, yet counts as
+// applied and W moves past it; the next one that changes the copy does.
+TEST_F(RuntimeTest, AChangeTheKindTellsIsAppliedAlreadyIsAppliedWithoutAnApply) {
+  ProcessorSettings s;
+  s.values = {
+      {"source_container", "posts"}, {"target_container", "mirror"}, {"tell_applied", "true"}};
+  ProcessorInstance* mirror = Start("mirror", "test_mirror", s);
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("k1", "n1", "a"));
+  ASSERT_TRUE(Quiescent({mirror}));
+  object same = Note("k1", "n1", "a");
+  same["note"] = "the value is the same";
+  Upsert("posts", same);
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
+  Upsert("posts", Note("k1", "n1", "b"));
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_EQ(mirror->applied(), store_->HeadLsn());
+  EXPECT_EQ(S(*Get("mirror", "k1", "n1"), "value"), "b");
+  const ProcessorStatus status = mirror->GetStatus();
+  EXPECT_EQ(status.applied, 3u);
+  EXPECT_EQ(status.passed_over_applied_already, 1u);
+  EXPECT_EQ(status.passed_over_outside_concern, 0u);
+  std::lock_guard<std::mutex> lock(Log().mutex);
+  EXPECT_EQ(Log().attempts["n1"], 2);
 }
 
 // Back-pressure counts the changes in flight: changes the kind passes over
