@@ -23,7 +23,6 @@
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
-#include "storage/json_scan.h"
 #include "storage/query_semantics.h"
 
 namespace feedd {
@@ -59,22 +58,16 @@ class FieldCopy : public ProcessorKind {
       return false;
     }
     if (record.op == ChangeOp::kDelete) return true;
-    std::string_view after, key_text, copy_text;
-    if (FindJsonValue(record.envelope_json, {"after"}, &after) != JsonScan::kFound ||
-        !after.starts_with('{') ||
-        FindJsonValue(after, target_key_field.tokens(), &key_text) != JsonScan::kFound ||
-        FindJsonValue(after, target_field.tokens(), &copy_text) != JsonScan::kFound) {
-      return false;
-    }
-    // A key without escapes reads as it is written.
-    if (key_text.size() < 2 || !key_text.starts_with('"') || !key_text.ends_with('"') ||
-        key_text.find('\\') != std::string_view::npos) {
-      return false;
-    }
-    auto value = LookupValue(std::string(key_text.substr(1, key_text.size() - 2)), ctx);
+    auto images = views::ImagesOf(record);
+    if (!images || !images->after.starts_with('{')) return false;
+    auto key_text = views::TextAt(images->after, target_key_field);
+    auto copy_text = views::TextAt(images->after, target_field);
+    auto key = key_text ? views::PlainString(*key_text) : std::nullopt;
+    if (!key || !copy_text) return false;
+    auto value = LookupValue(std::string(*key), ctx);
     if (!value.ok()) return false;
     if (!*value) return true;  // no source (yet): Apply() leaves the copy alone
-    return boost::json::serialize(**value) == copy_text;
+    return boost::json::serialize(**value) == *copy_text;
   }
 
   std::string OrderingKey(const Change& change) const override {

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "storage/derived_items.h"
+#include "storage/json_scan.h"
 #include "storage/query_semantics.h"
 #include "util/split_list.h"
 
@@ -24,6 +25,39 @@ Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
     filters.push_back({*pointer, boost::json::value(part.substr(eq + 1))});
   }
   return filters;
+}
+
+std::optional<ImageTexts> ImagesOf(const ChangeRecord& record) {
+  static const std::vector<std::string> kImages = {"before", "after"};
+  std::vector<std::optional<std::string_view>> found;
+  if (FindJsonMembers(record.envelope_json, kImages, &found) != JsonScan::kFound || !found[0] ||
+      !found[1]) {
+    return std::nullopt;
+  }
+  return ImageTexts{*found[0], *found[1]};
+}
+
+std::optional<std::string_view> TextAt(std::string_view image, const JsonPointer& pointer) {
+  std::string_view value;
+  if (FindJsonValue(image, pointer.tokens(), &value) != JsonScan::kFound) return std::nullopt;
+  return value;
+}
+
+std::optional<std::string_view> PlainString(std::string_view value_text) {
+  if (value_text.size() < 2 || !value_text.starts_with('"') || !value_text.ends_with('"')) {
+    return std::nullopt;
+  }
+  std::string_view inner = value_text.substr(1, value_text.size() - 2);
+  if (inner.find('\\') != std::string_view::npos) return std::nullopt;
+  return inner;
+}
+
+bool TextMatchesFilters(std::string_view image, const std::vector<FieldFilter>& filters) {
+  for (const FieldFilter& f : filters) {
+    std::optional<std::string_view> text = TextAt(image, f.path);
+    if (!text || *text != boost::json::serialize(f.value)) return false;
+  }
+  return true;
 }
 
 bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters) {

@@ -30,6 +30,27 @@ Result<std::vector<FieldFilter>> ParseFilter(const ProcessorSettings& settings,
 // without them): the kind then has to read the current state.
 bool OutsideFilter(const Change& change, const std::vector<FieldFilter>& filters);
 
+// Reading a change record without parsing it (ProcessorKind::AppliedAlready):
+// the texts of its before- and after-image, "null" for one it does not
+// carry. The commit path writes them as compact, canonical JSON
+// (storage/change_record.h), so equal texts are equal values; unequal texts
+// may still be equal values (numbers), so a caller that finds them unequal
+// cannot tell, and leaves the change to Apply(). nullopt when the record
+// does not read as an envelope.
+struct ImageTexts {
+  std::string_view before, after;
+};
+std::optional<ImageTexts> ImagesOf(const ChangeRecord& record);
+// The text of the value at `pointer` in an image's text; nullopt when it is
+// absent or the text does not read as JSON.
+std::optional<std::string_view> TextAt(std::string_view image, const JsonPointer& pointer);
+// The string a value's text spells when it is a string without escapes.
+std::optional<std::string_view> PlainString(std::string_view value_text);
+// True when the image's text shows it matching `filters` (MatchesFilters):
+// each filter's value, serialized, is the text at its pointer. False when
+// it does not, or when the text cannot tell.
+bool TextMatchesFilters(std::string_view image, const std::vector<FieldFilter>& filters);
+
 // A JSON Pointer setting, e.g. key_field = /userId.
 Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,
                                    const std::string& fallback = "");
