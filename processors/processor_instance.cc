@@ -535,10 +535,8 @@ class ProcessorInstance::Impl {
         continue;
       }
       std::vector<Change> changes;
-      // Reads of the kind's AppliedAlready(), through the instance's memos.
       StoreViewContext store_reads(store_, consumer_name_, [this] { return Position(); });
-      StagedReadsViewContext reads(&store_reads, &query_memo_, &item_memo_, &targets_);
-      for (const ChangeRecord& record : records) Offer(record, reads, &changes);
+      for (const ChangeRecord& record : records) Offer(record, store_reads, &changes);
       applier_->Dispatch(std::move(changes));
       if (!records.empty()) next_ = records.back().lsn + 1;
     }
@@ -562,8 +560,9 @@ class ProcessorInstance::Impl {
   }
 
   // A record of the feed: tracked, and added to *changes when an applier
-  // has something to do with it.
-  void Offer(const ChangeRecord& record, ViewContext& reads, std::vector<Change>* changes) {
+  // has something to do with it. `store_reads`: for the kind's
+  // AppliedAlready().
+  void Offer(const ChangeRecord& record, ViewContext& store_reads, std::vector<Change>* changes) {
     if (!Track(record.lsn, record.ts_ms)) return;
     auto source = sources_.find(record.container);
     if (source == sources_.end()) {
@@ -572,7 +571,7 @@ class ProcessorInstance::Impl {
     }
     const ConcernFilter& concern = source->second;
     if (!concern.MayConcern(record)) return PassOver(record.lsn, outside_concern_);
-    if (kind_->AppliedAlready(record, reads)) return PassOver(record.lsn, applied_already_);
+    if (AppliedAlready(record, store_reads)) return PassOver(record.lsn, applied_already_);
     auto change = ParseChange(record.envelope_json);
     if (!change.ok()) {
       SetError("LSN " + std::to_string(record.lsn) + ": " + change.status().ToString());
@@ -592,6 +591,23 @@ class ProcessorInstance::Impl {
     }
     if (!concern.Concerns(*change)) return PassOver(record.lsn, outside_concern_);
     changes->push_back(std::move(*change));
+  }
+
+  // The kind's AppliedAlready(), reading through the instance's memos. Only
+  // while the record is the instance's one change in flight: an earlier one
+  // being applied may have read its sources before this change, and will
+  // write what it read after this check (a post's copy without the count
+  // this change added); applied in order, this change would set it right.
+  // A context per record: one kept for a batch would keep its answers for
+  // the batch, and unlike an applier's batch, the store changes under the
+  // source thread's.
+  bool AppliedAlready(const ChangeRecord& record, ViewContext& store_reads) {
+    {
+      std::lock_guard<std::mutex> lock(track_mutex_);
+      if (in_flight_ != 1) return false;  // Track() counted this record
+    }
+    StagedReadsViewContext reads(&store_reads, &query_memo_, &item_memo_, &targets_);
+    return kind_->AppliedAlready(record, reads);
   }
 
   // A change an applier has nothing to do for: applied, without one, and

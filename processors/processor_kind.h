@@ -72,9 +72,11 @@ class ProcessorKind {
   // parsing the record: a comment whose copy of its author's name is
   // already right, say. False whenever it cannot tell; the change then goes
   // to an applier. The in-daemon runtime asks this on its source thread for
-  // each change its ConcernFilters() let through; true counts the change as
-  // applied. Implementations only read through `ctx`, and must answer as
-  // Apply() would for the same current state (Apply() is level-triggered).
+  // a change its ConcernFilters() let through, and only while no earlier
+  // change of the instance is still being applied, so `ctx` reads the state
+  // Apply() would read in order; true counts the change as applied.
+  // Implementations only read through `ctx`, and must answer as Apply()
+  // would for the same current state (Apply() is level-triggered).
   virtual bool AppliedAlready(const ChangeRecord& record, ViewContext& ctx) const {
     (void)record;
     (void)ctx;

@@ -769,6 +769,35 @@ TEST_F(RuntimeTest, AChangeTheKindTellsIsAppliedAlreadyIsAppliedWithoutAnApply) 
   EXPECT_EQ(Log().attempts["n1"], 2);
 }
 
+// AppliedAlready() is asked only while no earlier change is being applied:
+// one in flight may have read its sources before the change was committed,
+// and would write what it read after the check. Here n1 = "z" is held in
+// its apply when n1 = "a", the copy's value, arrives: it goes to an applier
+// too.
+TEST_F(RuntimeTest, AppliedAlreadyIsNotAskedWhileAnEarlierChangeIsInFlight) {
+  ProcessorSettings s;
+  s.values = {
+      {"source_container", "posts"}, {"target_container", "mirror"}, {"tell_applied", "true"}};
+  ProcessorInstance* mirror = Start("mirror", "test_mirror", s);
+  ASSERT_NE(mirror, nullptr);
+  Upsert("posts", Note("k1", "n1", "a"));
+  ASSERT_TRUE(Quiescent({mirror}));
+  Log().Block("n1");
+  Upsert("posts", Note("k1", "n1", "z"));
+  ASSERT_TRUE(Eventually([] { return Log().Entered("n1"); }));
+  Upsert("posts", Note("k1", "n1", "a"));
+  const Lsn head = store_->HeadLsn();
+  // Both taken by the source thread, neither applied.
+  ASSERT_TRUE(Eventually([&] { return mirror->GetStatus().pending == 2; }));
+  Log().Release("n1");
+  ASSERT_TRUE(Quiescent({mirror}));
+  EXPECT_GE(mirror->applied(), head);
+  EXPECT_EQ(mirror->GetStatus().passed_over_applied_already, 0u);
+  EXPECT_EQ(S(*Get("mirror", "k1", "n1"), "value"), "a");
+  std::lock_guard<std::mutex> lock(Log().mutex);
+  EXPECT_EQ(Log().attempts["n1"], 3);
+}
+
 // Back-pressure counts the changes in flight: changes the kind passes over
 // behind a blocked one hold memory for their LSN only, so the source goes
 // on taking them, up to max_tracked, and later changes are applied.
