@@ -283,6 +283,18 @@ object Note(const std::string& key, const std::string& id, const std::string& va
 
 class RuntimeTest : public ::testing::Test {
  protected:
+  // A mirror whose kind tells changes applied already (tell_applied), with
+  // n1 = "a" written and mirrored.
+  void StartTellingMirrorOfN1(ProcessorInstance** mirror) {
+    ProcessorSettings s;
+    s.values = {
+        {"source_container", "posts"}, {"target_container", "mirror"}, {"tell_applied", "true"}};
+    *mirror = Start("mirror", "test_mirror", s);
+    ASSERT_NE(*mirror, nullptr);
+    Upsert("posts", Note("k1", "n1", "a"));
+    ASSERT_TRUE(Quiescent({*mirror}));
+  }
+
   void SetUp() override {
     Log().Reset();
     char pattern[] = "/tmp/feedd-proc-XXXXXX";
@@ -745,13 +757,8 @@ TEST_F(RuntimeTest, AChangeOutsideTheKindsConcernIsAppliedWithoutAnApply) {
 // source thread, reading the view) never reaches an applier, yet counts as
 // applied and W moves past it; the next one that changes the copy does.
 TEST_F(RuntimeTest, AChangeTheKindTellsIsAppliedAlreadyIsAppliedWithoutAnApply) {
-  ProcessorSettings s;
-  s.values = {
-      {"source_container", "posts"}, {"target_container", "mirror"}, {"tell_applied", "true"}};
-  ProcessorInstance* mirror = Start("mirror", "test_mirror", s);
-  ASSERT_NE(mirror, nullptr);
-  Upsert("posts", Note("k1", "n1", "a"));
-  ASSERT_TRUE(Quiescent({mirror}));
+  ProcessorInstance* mirror = nullptr;
+  ASSERT_NO_FATAL_FAILURE(StartTellingMirrorOfN1(&mirror));
   object same = Note("k1", "n1", "a");
   same["note"] = "the value is the same";
   Upsert("posts", same);
@@ -775,13 +782,8 @@ TEST_F(RuntimeTest, AChangeTheKindTellsIsAppliedAlreadyIsAppliedWithoutAnApply) 
 // its apply when n1 = "a", the copy's value, arrives: it goes to an applier
 // too.
 TEST_F(RuntimeTest, AppliedAlreadyIsNotAskedWhileAnEarlierChangeIsInFlight) {
-  ProcessorSettings s;
-  s.values = {
-      {"source_container", "posts"}, {"target_container", "mirror"}, {"tell_applied", "true"}};
-  ProcessorInstance* mirror = Start("mirror", "test_mirror", s);
-  ASSERT_NE(mirror, nullptr);
-  Upsert("posts", Note("k1", "n1", "a"));
-  ASSERT_TRUE(Quiescent({mirror}));
+  ProcessorInstance* mirror = nullptr;
+  ASSERT_NO_FATAL_FAILURE(StartTellingMirrorOfN1(&mirror));
   Log().Block("n1");
   Upsert("posts", Note("k1", "n1", "z"));
   ASSERT_TRUE(Eventually([] { return Log().Entered("n1"); }));
