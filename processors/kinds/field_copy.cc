@@ -33,6 +33,8 @@ class FieldCopy : public ProcessorKind {
   std::string source_container, target_container;
   std::vector<FieldFilter> source_filter;
   JsonPointer key_field, value_field, target_key_field, target_field;
+  // target_key_field and target_field in a change envelope's after-image.
+  JsonPointer after_key_field, after_target_field;
   bool source_partitioned_by_key = false;
 
   std::vector<std::string> SourceContainers() const override {
@@ -58,10 +60,10 @@ class FieldCopy : public ProcessorKind {
       return false;
     }
     if (record.op == ChangeOp::kDelete) return true;
-    auto images = views::ImagesOf(record);
-    if (!images || !images->after.starts_with('{')) return false;
-    auto key_text = views::TextAt(images->after, target_key_field);
-    auto copy_text = views::TextAt(images->after, target_field);
+    // Straight to the two members: the scan stops at each, before the
+    // content that follows them in a comment or post.
+    auto key_text = views::TextAt(record.envelope_json, after_key_field);
+    auto copy_text = views::TextAt(record.envelope_json, after_target_field);
     auto key = key_text ? views::PlainString(*key_text) : std::nullopt;
     if (!key || !copy_text) return false;
     auto value = LookupValue(std::string(*key), ctx);
@@ -221,6 +223,8 @@ Result<std::unique_ptr<ProcessorKind>> MakeFieldCopy(const ProcessorSettings& s,
   kind->value_field = *value;
   kind->target_key_field = *target_key;
   kind->target_field = *target_field;
+  kind->after_key_field = *JsonPointer::Parse("/after" + target_key->text());
+  kind->after_target_field = *JsonPointer::Parse("/after" + target_field->text());
   for (const auto& c : containers) {
     if (c.name == *source) kind->source_partitioned_by_key = c.partition_key_path == key->text();
     if (c.name == *target) {
