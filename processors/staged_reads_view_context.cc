@@ -156,6 +156,7 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
     if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
     rows.push_back({QueryRowKey(*pk, id_text), &item});
   }
+  const size_t from_store = rows.size();
   for (auto it = staged_.lower_bound(Key{container, "", ""});
        it != staged_.end() && std::get<0>(it->first) == container; ++it) {
     const auto& [c_name, pk, id] = it->first;
@@ -163,9 +164,13 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
       rows.push_back({QueryRowKey(pk, id), &*it->second});
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-    return CompareRows(whole, *a.item, a.key, *b.item, b.key) < 0;
-  });
+  // The stored answer is in the query's order already (and stays so with
+  // rows taken out); only staged rows need their places.
+  if (rows.size() > from_store) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      return CompareRows(whole, *a.item, a.key, *b.item, b.key) < 0;
+    });
+  }
   state.keys.reserve(rows.size());
   state.items->reserve(rows.size());
   for (Row& row : rows) {
