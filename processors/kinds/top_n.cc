@@ -50,6 +50,7 @@ static_assert(2 * kMaxCap < views::kRebuildWritesPerCommit);
 class TopN : public ProcessorKind, public views::CopySettings {
  public:
   JsonPointer order_by;
+  std::vector<views::TextFilter> filter_texts;  // `filter`, for AppliedAlready()
   size_t cap = 100;
 
   std::vector<std::string> SourceContainers() const override { return {source_container}; }
@@ -72,8 +73,8 @@ class TopN : public ProcessorKind, public views::CopySettings {
   bool AppliedAlready(const ChangeRecord& record, ViewContext& ctx) const override {
     auto images = views::ImagesOf(record);
     if (!images || !images->before.starts_with('{') || !images->after.starts_with('{') ||
-        !views::TextMatchesFilters(images->before, filter) ||
-        !views::TextMatchesFilters(images->after, filter)) {
+        !views::TextMatchesFilters(images->before, filter_texts) ||
+        !views::TextMatchesFilters(images->after, filter_texts)) {
       return false;
     }
     auto pk_text = views::TextAt(images->after, target_pk);
@@ -452,6 +453,7 @@ Result<std::unique_ptr<ProcessorKind>> MakeTopN(const ProcessorSettings& s,
   if (!order_by.ok()) return order_by.status();
   auto kind = std::make_unique<TopN>();
   static_cast<views::CopySettings&>(*kind) = std::move(*settings);
+  kind->filter_texts = views::TextFilters(kind->filter);
   kind->order_by = *order_by;
   std::string cap = s.Optional("cap", "100");
   try {

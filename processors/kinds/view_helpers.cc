@@ -52,10 +52,16 @@ std::optional<std::string_view> PlainString(std::string_view value_text) {
   return inner;
 }
 
-bool TextMatchesFilters(std::string_view image, const std::vector<FieldFilter>& filters) {
-  for (const FieldFilter& f : filters) {
+std::vector<TextFilter> TextFilters(const std::vector<FieldFilter>& filters) {
+  std::vector<TextFilter> texts;
+  for (const FieldFilter& f : filters) texts.push_back({f.path, boost::json::serialize(f.value)});
+  return texts;
+}
+
+bool TextMatchesFilters(std::string_view image, const std::vector<TextFilter>& filters) {
+  for (const TextFilter& f : filters) {
     std::optional<std::string_view> text = TextAt(image, f.path);
-    if (!text || *text != boost::json::serialize(f.value)) return false;
+    if (!text || *text != f.value_text) return false;
   }
   return true;
 }

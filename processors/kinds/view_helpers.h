@@ -46,10 +46,16 @@ std::optional<ImageTexts> ImagesOf(const ChangeRecord& record);
 std::optional<std::string_view> TextAt(std::string_view image, const JsonPointer& pointer);
 // The string a value's text spells when it is a string without escapes.
 std::optional<std::string_view> PlainString(std::string_view value_text);
-// True when the image's text shows it matching `filters` (MatchesFilters):
-// each filter's value, serialized, is the text at its pointer. False when
-// it does not, or when the text cannot tell.
-bool TextMatchesFilters(std::string_view image, const std::vector<FieldFilter>& filters);
+// A filter for the text test: its pointer and its value serialized, once.
+struct TextFilter {
+  JsonPointer path;
+  std::string value_text;
+};
+std::vector<TextFilter> TextFilters(const std::vector<FieldFilter>& filters);
+// True when the image's text shows it matching the filters (MatchesFilters):
+// each filter's value text is the text at its pointer. False when it does
+// not, or when the text cannot tell.
+bool TextMatchesFilters(std::string_view image, const std::vector<TextFilter>& filters);
 
 // A JSON Pointer setting, e.g. key_field = /userId.
 Result<JsonPointer> PointerSetting(const ProcessorSettings& settings, const std::string& key,
