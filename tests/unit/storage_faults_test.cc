@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -162,6 +163,31 @@ class StorageFaultsTest : public ::testing::Test {
 
   std::vector<ChangeRecord> Feed() { return testutil::WholeFeed(*store_); }
 
+  // Exactly the `acknowledged` writes (ids of users), under contiguous
+  // LSNs, and none of the `failed` ones, before and after a reopen.
+  void ExpectExactlyAcrossAReopen(const std::set<std::string>& acknowledged,
+                                  const std::set<std::string>& failed) {
+    for (int round = 0; round < 2; ++round) {
+      SCOPED_TRACE(round == 0 ? "after recovery" : "after reopen");
+      std::vector<ChangeRecord> feed = Feed();
+      ASSERT_EQ(feed.size(), acknowledged.size());
+      EXPECT_EQ(store_->HeadLsn(), acknowledged.size());
+      std::set<std::string> in_feed;
+      for (size_t i = 0; i < feed.size(); ++i) {
+        EXPECT_EQ(feed[i].lsn, i + 1);
+        in_feed.insert(feed[i].id);
+      }
+      EXPECT_EQ(in_feed, acknowledged);
+      for (const auto& id : acknowledged) EXPECT_TRUE(IsOk(Read(id))) << id;
+      for (const auto& id : failed) EXPECT_TRUE(HasCode(Read(id), ErrorCode::kNotFound)) << id;
+      if (round == 0) {
+        store_->Close();
+        store_.reset();
+        ASSERT_NO_FATAL_FAILURE(Open(Options()));
+      }
+    }
+  }
+
   TempDir dir_;
   ManualClock clock_{1'700'000'000'000ull};
   std::shared_ptr<FaultFileSystem> fs_ = std::make_shared<FaultFileSystem>();
@@ -294,27 +320,53 @@ TEST_F(StorageFaultsTest, AWalRollFailingWithEmfileIsRecoveredFromWithoutRestart
     acknowledged.insert(id);
   }
 
-  // Exactly the acknowledged writes, under contiguous LSNs, before and after
-  // a reopen.
-  for (int round = 0; round < 2; ++round) {
-    SCOPED_TRACE(round == 0 ? "after recovery" : "after reopen");
-    std::vector<ChangeRecord> feed = Feed();
-    ASSERT_EQ(feed.size(), acknowledged.size());
-    EXPECT_EQ(store_->HeadLsn(), acknowledged.size());
-    std::set<std::string> in_feed;
-    for (size_t i = 0; i < feed.size(); ++i) {
-      EXPECT_EQ(feed[i].lsn, i + 1);
-      in_feed.insert(feed[i].id);
-    }
-    EXPECT_EQ(in_feed, acknowledged);
-    for (const auto& id : acknowledged) EXPECT_TRUE(IsOk(Read(id))) << id;
-    for (const auto& id : failed) EXPECT_TRUE(HasCode(Read(id), ErrorCode::kNotFound)) << id;
-    if (round == 0) {
-      store_->Close();
-      store_.reset();
-      ASSERT_NO_FATAL_FAILURE(Open(Options()));
-    }
+  ExpectExactlyAcrossAReopen(acknowledged, failed);
+}
+
+// As above, with writers on four threads, so that groups of several
+// requests meet the failure: every request of the failed group fails, none
+// of it is read back, and after the recovery LSNs go on from the last group
+// written.
+TEST_F(StorageFaultsTest, AWalRollFailingUnderConcurrentWritersLosesNoLsnAndKeepsNoFailedWrite) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  fs_->FailNextWalOpens(3);
+  constexpr int kWritesAfterRecovery = 200;
+  std::mutex mutex;
+  std::set<std::string> acknowledged;
+  std::set<std::string> failed;
+  bool saw_failure = false;
+  int after_recovery = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
+        std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+        WriteResult w = Upsert(id, 1024);
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (w.status.ok()) {
+            acknowledged.insert(id);
+            if (saw_failure) ++after_recovery;
+          } else {
+            EXPECT_TRUE(HasCode(w.status, ErrorCode::kUnavailable)) << w.status.ToString();
+            failed.insert(id);
+            saw_failure = true;
+          }
+          if (after_recovery >= kWritesAfterRecovery) return;
+        }
+        if (!w.status.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
+      }
+    });
   }
+  for (std::thread& w : writers) w.join();
+  ASSERT_TRUE(saw_failure) << "no WAL roll happened";
+  ASSERT_GE(after_recovery, kWritesAfterRecovery)
+      << "writes still refused: " << store_->Health().ToString();
+  EXPECT_GE(fs_->wal_opens_failed(), 1);
+  EXPECT_GE(store_->Stats().requests_committed, store_->Stats().groups_committed + 1)
+      << "no group held two requests: the writers did not overlap";
+  ExpectExactlyAcrossAReopen(acknowledged, failed);
 }
 
 // Bulk import (ImportBatch): a batch RocksDB refuses leaves none of its
