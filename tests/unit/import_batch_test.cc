@@ -319,6 +319,41 @@ TEST_F(ImportBatchTest, AnItemThatFailsIsWrittenNotAtAllAndTheOthersAre) {
   EXPECT_TRUE(HasCode(store_->Read("views", "k", "v", &json), ErrorCode::kNotFound));
 }
 
+// Batches queued back to back, without waiting for an answer: each sees the
+// items of the one before as there, so an overlapping line is skipped, never
+// created twice, and the LSNs run on from batch to batch. (A commit pipeline
+// that evaluates a batch while the one before is written must keep this.)
+TEST_F(ImportBatchTest, BatchesQueuedBackToBackSeeTheItemsOfTheBatchBeforeThem) {
+  constexpr int kBatches = 8;
+  std::vector<std::future<ImportResult>> answers;
+  for (int k = 0; k < kBatches; ++k) {
+    auto answered = std::make_shared<std::promise<ImportResult>>();
+    answers.push_back(answered->get_future());
+    // Lines k*50 .. k*50+99: the first half is the batch before's second.
+    store_->SubmitImport(Orders(k * 50, k * 50 + 100, /*sync=*/false),
+                         [answered](ImportResult r) { answered->set_value(std::move(r)); });
+  }
+  Lsn next = 1;
+  for (int k = 0; k < kBatches; ++k) {
+    ImportResult r = answers[k].get();
+    ASSERT_TRUE(IsOk(r.status)) << k;
+    ASSERT_EQ(r.results.size(), 100u);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(IsOk(r.results[i].status)) << k << "/" << i;
+      const bool overlaps = k > 0 && i < 50;
+      EXPECT_EQ(r.results[i].results.at(0).http_status, overlaps ? 409 : 201) << k << "/" << i;
+      EXPECT_EQ(r.results[i].last_lsn, overlaps ? 0 : next++) << k << "/" << i;
+    }
+  }
+  ASSERT_TRUE(IsOk(store_->WriteImport(Orders(0, 0)).status));  // a synced, empty batch
+  const size_t items = 50 * (kBatches + 1);
+  EXPECT_EQ(store_->HeadLsn(), items);
+  std::vector<ChangeRecord> feed = Feed();
+  ASSERT_EQ(feed.size(), items);
+  for (size_t i = 0; i < feed.size(); ++i) EXPECT_EQ(feed[i].id, "o" + std::to_string(i));
+  EXPECT_EQ(ByStatus("open").size(), items);
+}
+
 TEST_F(ImportBatchTest, UnsyncedBatchesArePublishedOnlyOnceTheWalIsSynced) {
   Open(Options(/*sync=*/true));
   std::mutex mu;
