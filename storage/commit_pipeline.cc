@@ -949,7 +949,14 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   requests_rejected_ += requests - committed_requests;
 
   const Lsn last = builder.next_lsn() - 1;
-  const bool sync = options_.sync && (!import || group.front().sync);
+  // Processors' view writes are derived from changes already durable: a
+  // group of them alone is not synced (the next synced write or the idle
+  // commit thread syncs it). Its records wait for that sync; should a crash
+  // take it, its consumer watermark goes with it and the processor applies
+  // the same changes again.
+  const bool views_only = std::all_of(group.begin(), group.end(),
+                                      [](const Pending& pending) { return pending.is_view; });
+  const bool sync = options_.sync && (!import || group.front().sync) && !views_only;
   bool synced = false;                 // a write with an fsync: everything before it is durable too
   if (builder.batch()->Count() > 0) {  // reads alone write nothing
     if (last >= first) {

@@ -6,7 +6,11 @@
 //   current state (RocksDB plus the effects of the earlier requests of the
 //   same group), assigns consecutive LSNs to their mutations, and writes the
 //   whole group - items, index entries, change records and the head LSN - as
-//   one RocksDB WriteBatch, synced when StoreOptions::sync is set. A request
+//   one RocksDB WriteBatch, synced when StoreOptions::sync is set, unless
+//   the group holds processors' view writes alone: those are derived from
+//   durable changes, and wait for the next sync (a later synced group's, or
+//   the commit thread's as it falls idle) to be published, like an unsynced
+//   import batch; a crash before it takes their consumer watermarks too. A request
 //   that fails is rolled back to a WriteBatch save point and takes no LSN.
 //   Only after the write returns are the group's change records handed to
 //   the commit listeners, does the head LSN advance, head watchers fire and

@@ -26,7 +26,9 @@ struct StoreOptions {
   std::vector<ContainerSpec> containers;
 
   // true: a write is acknowledged only once its WAL is fsynced (concurrent
-  // writes share one fsync). false: acknowledged once in the OS page cache.
+  // writes share one fsync); a group of processors' view writes alone is
+  // not synced on its own (storage/commit_pipeline.h). false: acknowledged
+  // once in the OS page cache.
   bool sync = true;
   size_t max_item_bytes = 2 * 1024 * 1024;
   // Store the previous version of an item in each change record.

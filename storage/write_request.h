@@ -89,7 +89,9 @@ struct WriteResult {
 // A processor's effects: requests on any containers and partitions, applied
 // all-or-nothing in one WriteBatch together with the processor's retention
 // watermark (DocumentStore::RegisterConsumer), so "applied up to" and the
-// view can never disagree after a crash.
+// view can never disagree after a crash. Answered once written, before its
+// WAL is synced: it is derived from durable changes, and a crash that takes
+// it takes its watermark too.
 struct ViewWrite {
   std::vector<WriteRequest> requests;  // may be empty: only the watermark moves
   std::string consumer;                // a registered consumer name

@@ -305,6 +305,75 @@ TEST_F(FaultInjectionTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
   EXPECT_EQ(items, in_feed.size());
 }
 
+// A processor's view write (SubmitView) is derived from changes already
+// durable: it is answered once written, before its WAL is synced, and its
+// change records reach the feed's head only once a sync covers them (here
+// the commit thread's, as it falls idle). A power cut before that sync
+// takes the view's items and its consumer watermark together, so the
+// processor applies the same changes again after the restart.
+TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesItsWatermarkToo) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options(/*sync=*/true)));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.v", 0)));
+  ASSERT_TRUE(IsOk(Upsert("u1").status));  // LSN 1, synced
+  auto view_of = [&](const std::string& post, Lsn acked) {
+    Result<PreparedItem> item =
+        PrepareItem(*store_->FindContainer("users"),
+                    Obj(R"({"id":")" + post + R"(","userId":"u1","type":"post"})"), std::nullopt,
+                    std::nullopt, 1 << 20);
+    EXPECT_TRUE(item.ok()) << item.status().ToString();
+    WriteOp op;
+    op.kind = WriteOpKind::kUpsert;
+    op.item = std::move(*item);
+    op.origin = WriteOrigin::kProcessor;
+    ViewWrite view;
+    view.requests.push_back(WriteRequest{"users", "u1", {std::move(op)}});
+    view.consumer = "processor.v";
+    view.consumer_acked = acked;
+    return view;
+  };
+  struct Answer {
+    Status status;
+    uint64_t unsynced_bytes = 0;
+    Lsn head = 0;
+  };
+  // Answered on the commit thread right after its write; `cut` cuts the
+  // power there, before any sync.
+  auto submit = [&](ViewWrite view, bool cut) {
+    std::promise<Answer> answered;
+    store_->SubmitView(std::move(view), [&](WriteResult r) {
+      Answer a{r.status, fs_->UnsyncedWalBytes(), store_->HeadLsn()};
+      if (cut) fs_->PowerCut();
+      answered.set_value(a);
+    });
+    return answered.get_future().get();
+  };
+
+  Answer first = submit(view_of("p1", 1), /*cut=*/false);  // LSN 2
+  ASSERT_TRUE(IsOk(first.status));
+  EXPECT_GT(first.unsynced_bytes, 0u) << "answered only after a sync";
+  EXPECT_EQ(first.head, 1u) << "published before a sync";
+  std::promise<void> published;
+  store_->OnHeadReached(2, [&] { published.set_value(); });
+  ASSERT_EQ(published.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+
+  Answer second = submit(view_of("p2", 5), /*cut=*/true);  // LSN 3, never synced
+  ASSERT_TRUE(IsOk(second.status));
+  EXPECT_GT(second.unsynced_bytes, 0u);
+  Close();
+  fs_->DropUnsyncedData();
+  fs_->Restore();
+  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  EXPECT_EQ(store_->HeadLsn(), 2u);
+  std::string json;
+  EXPECT_TRUE(IsOk(store_->Read("users", "u1", "p1", &json)));
+  EXPECT_TRUE(HasCode(store_->Read("users", "u1", "p2", &json), ErrorCode::kNotFound));
+  Lsn acked = 0;
+  for (const auto& consumer : store_->Consumers()) {
+    if (consumer.name == "processor.v") acked = consumer.acked;
+  }
+  EXPECT_EQ(acked, 1u) << "the watermark of the lost view write survived it";
+}
+
 // The power cut above bites: without storage.sync, acknowledged writes that
 // no sync covered are gone after it.
 TEST_F(FaultInjectionTest, WithoutSyncAPowerCutLosesAcknowledgedWrites) {
