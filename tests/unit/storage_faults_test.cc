@@ -164,28 +164,34 @@ class StorageFaultsTest : public ::testing::Test {
   std::vector<ChangeRecord> Feed() { return testutil::WholeFeed(*store_); }
 
   // Exactly the `acknowledged` writes (ids of users), under contiguous
-  // LSNs, and none of the `failed` ones, before and after a reopen.
+  // LSNs, and none of the `failed` ones.
+  void ExpectExactly(const std::set<std::string>& acknowledged,
+                     const std::set<std::string>& failed) {
+    std::vector<ChangeRecord> feed = Feed();
+    ASSERT_EQ(feed.size(), acknowledged.size());
+    EXPECT_EQ(store_->HeadLsn(), acknowledged.size());
+    std::set<std::string> in_feed;
+    for (size_t i = 0; i < feed.size(); ++i) {
+      EXPECT_EQ(feed[i].lsn, i + 1);
+      in_feed.insert(feed[i].id);
+    }
+    EXPECT_EQ(in_feed, acknowledged);
+    for (const auto& id : acknowledged) EXPECT_TRUE(IsOk(Read(id))) << id;
+    for (const auto& id : failed) EXPECT_TRUE(HasCode(Read(id), ErrorCode::kNotFound)) << id;
+  }
+
+  // ExpectExactly(), before and after a reopen.
   void ExpectExactlyAcrossAReopen(const std::set<std::string>& acknowledged,
                                   const std::set<std::string>& failed) {
-    for (int round = 0; round < 2; ++round) {
-      SCOPED_TRACE(round == 0 ? "after recovery" : "after reopen");
-      std::vector<ChangeRecord> feed = Feed();
-      ASSERT_EQ(feed.size(), acknowledged.size());
-      EXPECT_EQ(store_->HeadLsn(), acknowledged.size());
-      std::set<std::string> in_feed;
-      for (size_t i = 0; i < feed.size(); ++i) {
-        EXPECT_EQ(feed[i].lsn, i + 1);
-        in_feed.insert(feed[i].id);
-      }
-      EXPECT_EQ(in_feed, acknowledged);
-      for (const auto& id : acknowledged) EXPECT_TRUE(IsOk(Read(id))) << id;
-      for (const auto& id : failed) EXPECT_TRUE(HasCode(Read(id), ErrorCode::kNotFound)) << id;
-      if (round == 0) {
-        store_->Close();
-        store_.reset();
-        ASSERT_NO_FATAL_FAILURE(Open(Options()));
-      }
+    {
+      SCOPED_TRACE("after recovery");
+      ExpectExactly(acknowledged, failed);
     }
+    store_->Close();
+    store_.reset();
+    ASSERT_NO_FATAL_FAILURE(Open(Options()));
+    SCOPED_TRACE("after reopen");
+    ExpectExactly(acknowledged, failed);
   }
 
   TempDir dir_;
@@ -437,15 +443,7 @@ TEST_F(StorageFaultsTest, AnImportBatchThatFailsLeavesNothingOfItsItemsAndARerun
 
   auto check = [&](const char* when) {
     SCOPED_TRACE(when);
-    std::vector<ChangeRecord> feed = Feed();
-    ASSERT_EQ(feed.size(), acknowledged.size());
-    std::set<std::string> in_feed;
-    for (size_t i = 0; i < feed.size(); ++i) {
-      EXPECT_EQ(feed[i].lsn, i + 1);
-      in_feed.insert(feed[i].id);
-    }
-    EXPECT_EQ(in_feed, acknowledged);
-    for (const auto& id : acknowledged) EXPECT_TRUE(IsOk(Read(id))) << id;
+    ExpectExactly(acknowledged, {});
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!store_->Health().ok() && std::chrono::steady_clock::now() < deadline) {
