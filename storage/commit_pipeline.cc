@@ -698,6 +698,7 @@ void CommitPipeline::SubmitView(ViewWrite view, WriteCallback done) {
   Pending pending;
   pending.parts = std::move(view);
   pending.is_view = true;
+  pending.sync = false;
   pending.done = std::move(done);
   Enqueue(std::move(pending));
 }
@@ -949,14 +950,12 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   requests_rejected_ += requests - committed_requests;
 
   const Lsn last = builder.next_lsn() - 1;
-  // Processors' view writes are derived from changes already durable: a
-  // group of them alone is not synced (the next synced write or the idle
-  // commit thread syncs it). Its records wait for that sync; should a crash
-  // take it, its consumer watermark goes with it and the processor applies
-  // the same changes again.
-  const bool views_only = std::all_of(group.begin(), group.end(),
-                                      [](const Pending& pending) { return pending.is_view; });
-  const bool sync = options_.sync && (!import || group.front().sync) && !views_only;
+  // A group that needs no fsync (view writes alone, an unsynced import
+  // batch) waits for the next synced group or the idle commit thread to
+  // publish its records; should a crash come first, a view write's consumer
+  // watermark goes with it and the processor applies the same changes again.
+  const bool sync = options_.sync && std::any_of(group.begin(), group.end(),
+                                                 [](const Pending& p) { return p.sync; });
   bool synced = false;                 // a write with an fsync: everything before it is durable too
   if (builder.batch()->Count() > 0) {  // reads alone write nothing
     if (last >= first) {

@@ -124,7 +124,11 @@ class CommitPipeline {
     // A bulk import's batch: a group of its own, each request applied on
     // its own, answered through import_done.
     bool is_import = false;
-    bool sync = true;  // is_import only: ImportBatch::sync
+    // Whether it needs an fsync (when StoreOptions::sync): a client's
+    // request does; a view write does not (it is derived from durable
+    // changes, and the next sync covers it); an import's batch as
+    // ImportBatch::sync says. A group is synced when one of them needs it.
+    bool sync = true;
     ImportCallback import_done;
   };
   // Answers every request of `pending` with `status`.
