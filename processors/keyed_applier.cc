@@ -1,6 +1,7 @@
 #include "processors/keyed_applier.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "util/logging.h"
 #include "util/thread_name.h"
@@ -22,13 +23,13 @@ KeyedApplier::~KeyedApplier() { Stop(); }
 void KeyedApplier::Start() {
   stopping_ = false;
   workers_.clear();
+  routes_.clear();
   size_t n = options_.parallelism == 0 ? 1 : options_.parallelism;
+  for (size_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>());
   for (size_t i = 0; i < n; ++i) {
-    workers_.push_back(std::make_unique<Worker>());
-    Worker* w = workers_.back().get();
-    w->thread = std::thread([this, w, i] {
+    workers_[i]->thread = std::thread([this, i] {
       SetThreadName("ap-" + std::to_string(i) + "-" + options_.name);
-      WorkerLoop(w);
+      WorkerLoop(i);
     });
   }
 }
@@ -43,39 +44,70 @@ void KeyedApplier::Stop() {
   workers_.clear();
 }
 
-size_t KeyedApplier::WorkerIndex(const Change& change) const {
-  return std::hash<std::string>()(kind_->OrderingKey(change)) % workers_.size();
+size_t KeyedApplier::ChooseWorkerLocked() const {
+  size_t least = 0;
+  for (size_t i = 1; i < workers_.size(); ++i) {
+    if (workers_[i]->load < workers_[least]->load) least = i;
+  }
+  return least;
+}
+
+size_t KeyedApplier::RouteLocked(const std::string& key, size_t* fresh, size_t* fresh_given) {
+  auto [it, added] = routes_.try_emplace(key);
+  Route& route = it->second;
+  if (added) {
+    if (*fresh == SIZE_MAX || *fresh_given == max_batch_) {
+      *fresh = ChooseWorkerLocked();
+      *fresh_given = 0;
+    }
+    route.worker = *fresh;
+    ++*fresh_given;
+  }
+  ++route.unfinished;
+  ++workers_[route.worker]->load;
+  return route.worker;
+}
+
+void KeyedApplier::Finished(size_t worker, const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(route_mutex_);
+  for (const std::string& key : keys) {
+    auto it = routes_.find(key);
+    if (it != routes_.end() && --it->second.unfinished == 0) routes_.erase(it);
+  }
+  workers_[worker]->load -= keys.size();
 }
 
 void KeyedApplier::Dispatch(Change change) {
-  if (workers_.empty()) return;
-  Worker* w = workers_[WorkerIndex(change)].get();
-  {
-    std::lock_guard<std::mutex> lock(w->mutex);
-    w->queue.push_back(std::move(change));
-  }
-  w->wake.notify_one();
+  std::vector<Change> one;
+  one.push_back(std::move(change));
+  Dispatch(std::move(one));
 }
 
 void KeyedApplier::Dispatch(std::vector<Change> changes) {
   if (workers_.empty() || changes.empty()) return;
-  std::vector<std::vector<Change>> by_worker(workers_.size());
+  std::vector<std::vector<Routed>> by_worker(workers_.size());
+  std::lock_guard<std::mutex> route_lock(route_mutex_);
+  size_t fresh = SIZE_MAX, fresh_given = 0;
   for (Change& change : changes) {
-    by_worker[WorkerIndex(change)].push_back(std::move(change));
+    std::string key = kind_->OrderingKey(change);
+    const size_t worker = RouteLocked(key, &fresh, &fresh_given);
+    by_worker[worker].push_back({std::move(key), std::move(change)});
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (by_worker[i].empty()) continue;
     Worker* w = workers_[i].get();
     {
       std::lock_guard<std::mutex> lock(w->mutex);
-      for (Change& change : by_worker[i]) w->queue.push_back(std::move(change));
+      for (Routed& routed : by_worker[i]) w->queue.push_back(std::move(routed));
     }
     w->wake.notify_one();
   }
 }
 
-void KeyedApplier::WorkerLoop(Worker* w) {
+void KeyedApplier::WorkerLoop(size_t index) {
+  Worker* w = workers_[index].get();
   for (;;) {
+    std::vector<std::string> keys;
     std::vector<Change> batch;
     {
       std::unique_lock<std::mutex> lock(w->mutex);
@@ -84,14 +116,13 @@ void KeyedApplier::WorkerLoop(Worker* w) {
       if (stopping_) return;
       // The changes queued at the front, whatever their keys.
       while (batch.size() < max_batch_ && !w->queue.empty()) {
-        batch.push_back(std::move(w->queue.front()));
+        keys.push_back(std::move(w->queue.front().key));
+        batch.push_back(std::move(w->queue.front().change));
         w->queue.pop_front();
       }
     }
-    std::vector<std::string> keys;
-    keys.reserve(batch.size());
-    for (const Change& change : batch) keys.push_back(kind_->OrderingKey(change));
-    ApplyBatchOrEach(std::move(keys), std::move(batch));
+    ApplyBatchOrEach(keys, std::move(batch));
+    Finished(index, keys);
   }
 }
 
@@ -105,15 +136,19 @@ void KeyedApplier::ApplyOrPark(const std::string& key, Change change) {
   }
 }
 
-void KeyedApplier::ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch) {
+void KeyedApplier::ApplyBatchOrEach(const std::vector<std::string>& all_keys,
+                                    std::vector<Change> batch) {
+  std::vector<const std::string*> keys;
+  keys.reserve(batch.size());
+  for (const std::string& key : all_keys) keys.push_back(&key);
   if (batch.size() > 1) {
     // Changes of parked keys join their keys' parked lists, in order; the
     // others close up in place.
     size_t runnable = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (ParkIfKeyParked(keys[i], batch[i])) continue;
+      if (ParkIfKeyParked(*keys[i], batch[i])) continue;
       if (runnable != i) {
-        keys[runnable] = std::move(keys[i]);
+        keys[runnable] = keys[i];
         batch[runnable] = std::move(batch[i]);
       }
       ++runnable;
@@ -136,7 +171,7 @@ void KeyedApplier::ApplyBatchOrEach(std::vector<std::string> keys, std::vector<C
   // parks here must take the later changes of its key with it.
   for (size_t i = 0; i < batch.size(); ++i) {
     if (stopping_) return;
-    ApplyOrPark(keys[i], std::move(batch[i]));
+    ApplyOrPark(*keys[i], std::move(batch[i]));
   }
 }
 
@@ -223,21 +258,26 @@ size_t KeyedApplier::ReplayParked() {
     parked_count_ = 0;
   }
   // To the front of their threads' queues, in order and at once: later
-  // changes of the same keys may be queued already and must not overtake.
-  std::map<Worker*, std::vector<Change>> by_worker;
+  // changes of the same keys may be queued already (their routes say
+  // where) and must not overtake.
+  std::vector<std::vector<Routed>> by_worker(workers_.size());
   size_t n = 0;
+  std::lock_guard<std::mutex> route_lock(route_mutex_);
+  size_t fresh = SIZE_MAX, fresh_given = 0;
   for (auto& [key, list] : parked) {
     for (auto& p : list) {
       if (workers_.empty()) break;
-      by_worker[workers_[WorkerIndex(p.change)].get()].push_back(std::move(p.change));
+      by_worker[RouteLocked(key, &fresh, &fresh_given)].push_back({key, std::move(p.change)});
       ++n;
     }
   }
-  for (auto& [w, changes] : by_worker) {
+  for (size_t i = 0; i < by_worker.size(); ++i) {
+    if (by_worker[i].empty()) continue;
+    Worker* w = workers_[i].get();
     {
       std::lock_guard<std::mutex> lock(w->mutex);
-      w->queue.insert(w->queue.begin(), std::make_move_iterator(changes.begin()),
-                      std::make_move_iterator(changes.end()));
+      w->queue.insert(w->queue.begin(), std::make_move_iterator(by_worker[i].begin()),
+                      std::make_move_iterator(by_worker[i].end()));
     }
     w->wake.notify_one();
   }

@@ -2,8 +2,15 @@
 // ProcessorInstance and the out-of-process ProcessorWorker.
 //
 // Dispatch() routes a change by the kind's ordering key: changes with equal
-// keys go to the same thread and are applied one at a time, in dispatch
-// order; other keys proceed in parallel. A change is applied through the
+// keys are applied one at a time, in dispatch order, by one thread; other
+// keys proceed in parallel. A key stays with the thread it was routed to
+// while any of its changes is queued there or being applied; a key with
+// none goes to the least loaded thread (ties: the lowest), and the changes
+// of one Dispatch() call that need a thread go to the same one, MaxBatch()
+// at a time. So a run of changes dispatched to an idle applier is taken by
+// one thread, with one wake-up, as one batch; the other threads take what
+// comes while it is busy; and a slow key holds up only its own changes,
+// not those that would share its thread by hash. A change is applied through the
 // ApplyFn (which commits its effects). With an ApplyBatchFn and a kind whose
 // MaxBatch() is above 1, the changes queued at the front of a thread's queue
 // (up to MaxBatch(), whatever their keys; those of one key in order) are
@@ -12,8 +19,9 @@
 // retried with exponential backoff, and after `max_attempts` the change is
 // parked together with every later change of its key (order kept) until
 // ReplayParked(). Other keys keep flowing, and Options::on_parked lets the
-// owner record a parked change and count it as done for its watermark. Nothing is dropped except by
-// Stop(), whose owner re-reads from its last recorded position.
+// owner record a parked change and count it as done for its watermark.
+// Nothing is dropped except by Stop(), whose owner re-reads from its last
+// recorded position.
 //
 // Thread-safety: Dispatch(), Park(), Parked(), ReplayParked() and the
 // counters may be called from any thread, but not concurrently with Start()
@@ -32,6 +40,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "processors/processor_kind.h"
@@ -109,23 +118,44 @@ class KeyedApplier {
   uint64_t batches() const { return batches_.load(); }
 
  private:
+  // A change with its ordering key, computed once when it is routed.
+  struct Routed {
+    std::string key;
+    Change change;
+  };
   struct Worker {
     std::mutex mutex;
     std::condition_variable wake;
-    std::deque<Change> queue;
+    std::deque<Routed> queue;
     std::thread thread;
+    size_t load = 0;  // changes routed here and not finished; GUARDED_BY(route_mutex_)
+  };
+  // Where a key's changes go while any of them is unfinished.
+  struct Route {
+    size_t worker = 0;
+    size_t unfinished = 0;
   };
   struct ParkedEntry {
     Change change;
     std::string error;
   };
 
-  size_t WorkerIndex(const Change& change) const;
-  void WorkerLoop(Worker* w);
+  // The thread for changes of keys without a route: the one with the
+  // fewest unfinished changes, the lowest of equals. REQUIRES: route_mutex_
+  // held.
+  size_t ChooseWorkerLocked() const;
+  // The thread for `key`, counted as holding one more of its changes:
+  // the key's route, else `*fresh` (ChooseWorkerLocked() when it is
+  // SIZE_MAX, and again after every MaxBatch() changes given to it).
+  // REQUIRES: route_mutex_ held.
+  size_t RouteLocked(const std::string& key, size_t* fresh, size_t* fresh_given);
+  // Counts the changes of `keys` on thread `worker` as finished.
+  void Finished(size_t worker, const std::vector<std::string>& keys);
+  void WorkerLoop(size_t index);
   void ApplyOrPark(const std::string& key, Change change);
   // Applies what WorkerLoop() took from a queue, one change or a batch;
   // `keys[i]` is the ordering key of `batch[i]`.
-  void ApplyBatchOrEach(std::vector<std::string> keys, std::vector<Change> batch);
+  void ApplyBatchOrEach(const std::vector<std::string>& keys, std::vector<Change> batch);
   bool ApplyWithRetries(const Change& change, std::string* error);
   bool ParkIfKeyParked(const std::string& key, Change& change);
   void ParkWithKey(const std::string& key, Change change, const std::string& error);
@@ -142,6 +172,9 @@ class KeyedApplier {
 
   std::atomic<bool> stopping_{true};
   std::vector<std::unique_ptr<Worker>> workers_;
+
+  std::mutex route_mutex_;                         // taken before a Worker::mutex, never after
+  std::unordered_map<std::string, Route> routes_;  // GUARDED_BY(route_mutex_)
 
   mutable std::mutex park_mutex_;
   std::map<std::string, std::deque<ParkedEntry>> parked_;  // by ordering key

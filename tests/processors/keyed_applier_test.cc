@@ -1,10 +1,13 @@
-// Unit tests of KeyedApplier's batches (processors/keyed_applier.h): the
+// Unit tests of KeyedApplier (processors/keyed_applier.h). Its batches: the
 // changes queued at the front of a thread's queue, of any keys, go to the
 // ApplyBatchFn in order, bounded by the kind's MaxBatch(); changes of a
 // parked key join it instead; a failed batch is applied again one change at
 // a time, so retries and parking stay per change; without an ApplyBatchFn or
 // with MaxBatch() == 1 every change goes through the ApplyFn. Every parked
-// change is reported through Options::on_parked, a restored one is not.
+// change is reported through Options::on_parked, a restored one is not. Its
+// routing: a run of changes dispatched to an idle applier is one batch on
+// one thread, whatever their keys; a key stays on its thread while it has
+// changes there, and other keys go to an idle thread meanwhile.
 #include "processors/keyed_applier.h"
 
 #include <gtest/gtest.h>
@@ -50,7 +53,8 @@ Change MakeChange(Lsn lsn, const std::string& key) {
 }
 
 // Records what the applier calls; the first single apply can be held until
-// Release(), so that later changes queue up behind it.
+// Release(), so that later changes queue up behind it (those of other
+// threads are not held).
 struct Recorder {
   std::mutex mutex;
   std::condition_variable cv;
@@ -64,7 +68,7 @@ struct Recorder {
 
   Status Single(const Change& c) {
     std::unique_lock<std::mutex> lock(mutex);
-    if (hold_first) {
+    if (hold_first && !first_entered) {
       first_entered = true;
       cv.notify_all();
       cv.wait_for(lock, 30s, [&] { return !hold_first; });
@@ -212,6 +216,60 @@ TEST(KeyedApplierBatchTest, ChangesDispatchedTogetherKeepTheOrderOfEachKeyAcross
   std::map<std::string, std::vector<Lsn>> dispatched;
   for (const auto& [lsn, key] : key_of) dispatched[key].push_back(lsn);
   EXPECT_EQ(by_key, dispatched);  // each key's changes, all of them, in LSN order
+}
+
+// An idle applier with several threads takes a run of changes of different
+// keys as one batch: one wake-up, one commit.
+TEST(KeyedApplierRouteTest, ARunDispatchedToAnIdleApplierIsOneBatchWhateverItsKeys) {
+  OneKeyKind kind(8);
+  Recorder r;
+  r.hold_first = false;
+  auto applier = MakeApplier(&kind, &r, true, 2, /*threads=*/4);
+  applier->Start();
+  std::vector<Change> changes;
+  for (Lsn l = 1; l <= 6; ++l) changes.push_back(MakeChange(l, "k" + std::to_string(l)));
+  applier->Dispatch(std::move(changes));
+  ASSERT_TRUE(r.WaitDone(6));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(r.calls, (std::vector<std::vector<Lsn>>{Range(1, 6)}));
+  EXPECT_EQ(applier->batches(), 1u);
+}
+
+// While a key's change is being applied, its later changes wait for it on
+// its thread, and changes of other keys go to an idle thread and are
+// applied meanwhile. A run longer than MaxBatch() is spread too.
+TEST(KeyedApplierRouteTest, ABusyKeyKeepsItsThreadAndOtherKeysGoToAnIdleOne) {
+  OneKeyKind kind(2);
+  Recorder r;  // holds the first single apply: change 1
+  auto applier = MakeApplier(&kind, &r, true, 2, /*threads=*/3);
+  applier->Start();
+  applier->Dispatch(MakeChange(1, "a"));
+  r.WaitFirstEntered();
+  applier->Dispatch(std::vector<Change>{MakeChange(2, "a"), MakeChange(3, "b"), MakeChange(4, "c"),
+                                        MakeChange(5, "d"), MakeChange(6, "b")});
+  // 3, 4 as a batch on an idle thread, 6 after them there (b's route); 5
+  // on the third thread. All while 1 is held.
+  ASSERT_TRUE(r.WaitDone(4));
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    EXPECT_EQ(std::set<Lsn>(r.done.begin(), r.done.end()), (std::set<Lsn>{3, 4, 5, 6}));
+    EXPECT_LT(std::find(r.done.begin(), r.done.end(), 3),
+              std::find(r.done.begin(), r.done.end(), 6));
+    EXPECT_NE(std::find(r.calls.begin(), r.calls.end(), std::vector<Lsn>{3, 4}), r.calls.end());
+  }
+  r.Release();
+  ASSERT_TRUE(r.WaitDone(6));
+  applier->Stop();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  EXPECT_EQ(std::vector<Lsn>(r.done.begin() + 4, r.done.end()), (std::vector<Lsn>{1, 2}));
+  std::vector<Lsn> a_calls;
+  for (const auto& call : r.calls) {
+    for (Lsn l : call) {
+      if (l == 1 || l == 2) a_calls.push_back(l);
+    }
+  }
+  EXPECT_EQ(a_calls, (std::vector<Lsn>{1, 2}));
 }
 
 TEST(KeyedApplierBatchTest, ChangesOfAParkedKeyJoinItAndTheOthersOfTheBatchApply) {
