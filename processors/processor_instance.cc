@@ -29,8 +29,16 @@ constexpr size_t kReadBatch = 1000;
 constexpr auto kIdleWait = std::chrono::seconds(1);
 
 ViewReadMemo::GenerationFn PartitionGenerationOf(const DocumentStore* store) {
-  return [store](const std::string& container, const std::string& partition_key) {
-    return store->PartitionGeneration(container, partition_key);
+  return
+      [store](const std::string& container, const std::string& partition_key, const std::string&) {
+        return store->PartitionGeneration(container, partition_key);
+      };
+}
+
+ViewReadMemo::GenerationFn ItemGenerationOf(const DocumentStore* store) {
+  return [store](const std::string& container, const std::string& partition_key,
+                 const std::string& id) {
+    return store->ItemGeneration(container, partition_key, id);
   };
 }
 
@@ -47,8 +55,7 @@ class ProcessorInstance::Impl {
         consumer_name_(ConsumerName(config_.name)),
         query_memo_(PartitionGenerationOf(store),
                     ViewReadMemo::QueryLimits(config_.read_memo_bytes)),
-        item_memo_(PartitionGenerationOf(store),
-                   ViewReadMemo::ItemLimits(config_.read_memo_bytes)) {
+        item_memo_(ItemGenerationOf(store), ViewReadMemo::ItemLimits(config_.read_memo_bytes)) {
     for (const auto& c : kind_->SourceContainers()) {
       sources_.emplace(c, ConcernFilter(kind_->ConcernFilters(c)));
     }

@@ -27,7 +27,7 @@ Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(const std::st
       (applying_ == nullptr || applying_->id != id || applying_->partition_key != partition_key ||
        applying_->container != container);
   const std::optional<uint64_t> generation =
-      kept ? item_memo_->Generation(container, partition_key) : std::nullopt;
+      kept ? item_memo_->Generation(container, partition_key, id) : std::nullopt;
   if (!generation) {
     auto read = inner_->Read(container, partition_key, id);
     if (!read.ok()) return read.status();

@@ -26,7 +26,7 @@
 // partition's new state - when the partition's generation grew by exactly
 // the changes this context made to it, i.e. nobody else changed it since it
 // was read. With a ViewReadMemo of items, a Read() of an item not written
-// here is answered from it while the item's partition is unchanged, and kept
+// here is answered from it while the item is unchanged (its generation), and kept
 // in it otherwise - except reads that would only miss again: of the item
 // whose change is being applied (Applying()) and of the containers the
 // processor writes itself (`unkept`), which change with its own writes.

@@ -1,16 +1,17 @@
 // ViewReadMemo: what a processor's reads of the store returned - the whole
 // answers of single-partition queries, or point reads of items - kept between
-// its batches, each valid for one generation of its partition
-// (DocumentStore::PartitionGeneration). A `top_n` view reads its members for
-// every new post, and `usernames` the post's user for every post, comment
-// and like; with the memo each is read from the store once, and then served
-// from memory until its partition changes (a query's answer is even carried
-// forward with the processor's own writes: StagedReadsViewContext).
+// its batches, each valid for one generation of what it depends on: its
+// partition for a query (DocumentStore::PartitionGeneration), the item for a
+// point read (DocumentStore::ItemGeneration). A `top_n` view reads its
+// members for every new post, and `usernames` the post's user for every
+// post, comment and like; with the memo each is read from the store once,
+// and then served from memory until it changes (a query's answer is even
+// carried forward with the processor's own writes: StagedReadsViewContext).
 //
-// An answer is kept only for a generation at which it is the partition's
-// committed state, and served only while the partition's generation is still
-// that one: any change by anyone (or a change to a partition that shares the
-// counter) makes it a miss, never a stale answer.
+// An answer is kept only for a generation at which it is the committed
+// state, and served only while the generation is still that one: any change
+// by anyone (or a change to a partition or item that shares the counter)
+// makes it a miss, never a stale answer.
 //
 // Bounds (Limits): the answers it keeps take at most `max_bytes` of memory
 // (an estimate: keys, items and their bookkeeping; least recently used
@@ -49,19 +50,20 @@ class ViewReadMemo {
   // such as the author of every comment and like, in no order.
   static constexpr Limits ItemLimits(size_t max_bytes) { return Limits{max_bytes, 1}; }
 
-  // The current generation of a partition (DocumentStore::PartitionGeneration);
-  // nullopt when none is kept, which turns the memo off for it.
-  using GenerationFn = std::function<std::optional<uint64_t>(const std::string& container,
-                                                             const std::string& partition_key)>;
+  // The current generation of what an answer depends on: of a partition
+  // (queries: `id` is empty) or of an item (point reads); nullopt when none
+  // is kept, which turns the memo off for it.
+  using GenerationFn = std::function<std::optional<uint64_t>(
+      const std::string& container, const std::string& partition_key, const std::string& id)>;
   // An answer: the items of a query, or of a point read (none: not found).
   using Items = std::shared_ptr<const std::vector<boost::json::object>>;
 
   ViewReadMemo(GenerationFn generation, Limits limits)
       : generation_(std::move(generation)), limits_(limits) {}
 
-  std::optional<uint64_t> Generation(const std::string& container,
-                                     const std::string& partition_key) const {
-    return generation_(container, partition_key);
+  std::optional<uint64_t> Generation(const std::string& container, const std::string& partition_key,
+                                     const std::string& id = std::string()) const {
+    return generation_(container, partition_key, id);
   }
 
   // The answer kept for `key` at `generation`; nullptr (a miss) when none is

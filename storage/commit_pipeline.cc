@@ -412,9 +412,9 @@ class CommitPipeline::GroupBuilder {
                   kf::EncodeU64(view->consumer_acked));
     }
     batch_->PopSavePoint();
-    for (const auto& [container, op, pk] : request_changes_) {
+    for (auto& [container, op, pk, id] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
-      written_.emplace_back(container, *pk);
+      written_.push_back({container, *pk, std::move(id)});
     }
     return result;
   }
@@ -485,7 +485,12 @@ class CommitPipeline::GroupBuilder {
   // (container index, partition key) of each change of the added requests:
   // a partition changed n times is listed n times (QueryCache generations
   // count changes).
-  const std::vector<std::pair<size_t, std::string>>& written() const { return written_; }
+  // The items the added requests changed, once per change.
+  struct WrittenItem {
+    size_t container;
+    std::string partition_key, id;
+  };
+  const std::vector<WrittenItem>& written() const { return written_; }
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.
   uint64_t feed_bytes() const { return feed_bytes_; }
@@ -625,7 +630,7 @@ class CommitPipeline::GroupBuilder {
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
-    request_changes_.push_back({c.index, change_op, &pk});
+    request_changes_.push_back({c.index, change_op, &pk, id});
     if (records_) {
       records_->push_back(
           ChangeRecord{lsn, ts_ms_, change_op, c.spec.name, pk, id, std::move(envelope)});
@@ -642,20 +647,23 @@ class CommitPipeline::GroupBuilder {
     size_t container;
     ChangeOp op;
     const std::string* partition_key;  // the request's, alive while it is added
+    std::string id;
   };
-  std::vector<RequestChange> request_changes_;           // of the request being added
-  std::map<size_t, std::array<uint64_t, 3>> changes_;    // of the added requests
-  std::vector<std::pair<size_t, std::string>> written_;  // of the added requests
+  std::vector<RequestChange> request_changes_;         // of the request being added
+  std::map<size_t, std::array<uint64_t, 3>> changes_;  // of the added requests
+  std::vector<WrittenItem> written_;                   // of the added requests
   rocksdb::WriteBatch* const batch_;
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
 };
 
 CommitPipeline::CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
-                               QueryCache* cache, SpaceReserve* space)
+                               QueryCache* cache, ItemGenerations* item_generations,
+                               SpaceReserve* space)
     : db_(db),
       options_(options),
       cache_(cache),
+      item_generations_(item_generations),
       space_(space),
       churn_(db),
       head_(head_lsn),
@@ -997,8 +1005,9 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);
     }
-    if (cache_ != nullptr) {
-      for (const auto& [index, pk] : builder.written()) cache_->Invalidate(index, pk);
+    for (const auto& [index, pk, id] : builder.written()) {
+      if (cache_ != nullptr) cache_->Invalidate(index, pk);
+      if (item_generations_ != nullptr) item_generations_->Bump(index, pk, id);
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

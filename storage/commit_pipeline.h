@@ -57,6 +57,7 @@
 
 #include "storage/change_record.h"
 #include "storage/churn_flush.h"
+#include "storage/item_generations.h"
 #include "storage/query_cache.h"
 #include "storage/reused_write_batch.h"
 #include "storage/rocks_database.h"
@@ -71,11 +72,13 @@ class CommitPipeline {
  public:
   static constexpr uint64_t kResumeIntervalMs = 1000;
 
-  // `cache` (may be null, not owned) is told of every partition a group
-  // wrote, after the write is visible and before it is acknowledged.
-  // `space` (may be null: no reserve) admits writes.
+  // `cache` and `item_generations` (may be null, not owned) are told of
+  // every partition and item a group wrote, after the write is visible and
+  // before it is acknowledged. `space` (may be null: no reserve) admits
+  // writes.
   CommitPipeline(RocksDatabase* db, const StoreOptions& options, Lsn head_lsn,
-                 QueryCache* cache = nullptr, SpaceReserve* space = nullptr);
+                 QueryCache* cache = nullptr, ItemGenerations* item_generations = nullptr,
+                 SpaceReserve* space = nullptr);
   ~CommitPipeline();
 
   void Start();
@@ -158,6 +161,7 @@ class CommitPipeline {
   RocksDatabase* const db_;
   const StoreOptions options_;
   QueryCache* const cache_;
+  ItemGenerations* const item_generations_;
   SpaceReserve* const space_;
 
   mutable std::mutex mutex_;  // health() locks it too

@@ -20,7 +20,8 @@ class RocksDocumentStore final : public DocumentStore {
         db_(std::move(db)),
         cache_(options_.query_cache_bytes),
         space_(db_->file_system(), options_.data_dir, options_.min_free_bytes, options_.clock),
-        pipeline_(db_.get(), options_, db_->stored_head_lsn(), &cache_, &space_),
+        pipeline_(db_.get(), options_, db_->stored_head_lsn(), &cache_, &item_generations_,
+                  &space_),
         feed_(
             db_.get(), options_, [this] { return pipeline_.head(); },
             [this] { return pipeline_.feed_bytes_appended(); }),
@@ -97,6 +98,13 @@ class RocksDocumentStore final : public DocumentStore {
     const ContainerHandle* c = db_->Find(container);
     if (c == nullptr) return std::nullopt;
     return cache_.Generation(c->index, partition_key);
+  }
+
+  std::optional<uint64_t> ItemGeneration(std::string_view container, std::string_view partition_key,
+                                         std::string_view id) const override {
+    const ContainerHandle* c = db_->Find(container);
+    if (c == nullptr) return std::nullopt;
+    return item_generations_.Get(c->index, partition_key, id);
   }
 
   void Submit(WriteRequest request, WriteCallback done) override {
@@ -262,7 +270,8 @@ class RocksDocumentStore final : public DocumentStore {
   const StoreOptions options_;
   std::unique_ptr<RocksDatabase> db_;
   std::vector<ContainerSpec> specs_;
-  mutable QueryCache cache_;    // thread-safe; Query() is const
+  mutable QueryCache cache_;  // thread-safe; Query() is const
+  ItemGenerations item_generations_;
   mutable SpaceReserve space_;  // thread-safe; Health() is const
   CommitPipeline pipeline_;
   ChangeFeed feed_;

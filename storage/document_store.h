@@ -127,6 +127,14 @@ class DocumentStore {
                                                       std::string_view /*partition_key*/) const {
     return std::nullopt;
   }
+  // The same for one item: a counter that grows by one with each change made
+  // to it, at the same moment (storage/item_generations.h: items may share a
+  // counter). nullopt when the store does not keep one.
+  virtual std::optional<uint64_t> ItemGeneration(std::string_view /*container*/,
+                                                 std::string_view /*partition_key*/,
+                                                 std::string_view /*id*/) const {
+    return std::nullopt;
+  }
   // Queues `request`; `done` runs exactly once with the outcome.
   virtual void Submit(WriteRequest request, WriteCallback done) = 0;
   // Submit() and wait.

@@ -1344,5 +1344,49 @@ TEST_F(RuntimeTest, TheScenarioViewsStayRightThroughTheManager) {
   (*manager)->Stop();
 }
 
+// `usernames` looks up the author of every comment in its item memo. The
+// author's partition of `users` also holds `user_posts`' copies of their
+// posts, rewritten with every comment count; those writes do not make the
+// kept author stale, so each lookup after the first is a hit.
+TEST_F(RuntimeTest, AKeptItemStaysKeptWhileOthersInItsPartitionChange) {
+  auto manager = ProcessorManager::Create(store_.get(), BlogProcessorSettings(), false, 2);
+  ASSERT_TRUE(manager.ok()) << manager.status().ToString();
+  ASSERT_TRUE(IsOk((*manager)->Start()));
+  std::vector<ProcessorInstance*> all;
+  ProcessorInstance* usernames = nullptr;
+  for (const auto& i : (*manager)->instances()) {
+    all.push_back(i.get());
+    if (i->name() == "usernames") usernames = i.get();
+  }
+  ASSERT_NE(usernames, nullptr);
+  Upsert("users", User("u1", "alice"));
+  object post = Post("p0", "u1", 0);
+  post["userUsername"] = "alice";
+  Upsert("posts", post);
+  ASSERT_TRUE(Quiescent(all));
+  const ProcessorStatus::MemoCounts before = usernames->GetStatus().view_item_memo;
+
+  constexpr int kComments = 10;
+  for (int i = 1; i <= kComments; ++i) {
+    object comment{{"id", "c" + std::to_string(i)},
+                   {"type", "comment"},
+                   {"postId", "p0"},
+                   {"userId", "u1"},
+                   {"userUsername", "alice"},
+                   {"content", "hi"},
+                   {"creationDate", Date(i)}};
+    Upsert("posts", comment);
+    post["commentCount"] = i;  // user_posts rewrites users/u1/p0
+    Upsert("posts", post);
+    ASSERT_TRUE(Quiescent(all));
+    ASSERT_TRUE(Get("users", "u1", "p0"));
+    ASSERT_EQ(Get("users", "u1", "p0")->at("commentCount").to_number<int>(), i);
+  }
+  const ProcessorStatus::MemoCounts after = usernames->GetStatus().view_item_memo;
+  EXPECT_LE(after.misses - before.misses, 1u);
+  EXPECT_GE(after.hits - before.hits, static_cast<uint64_t>(kComments - 1));
+  (*manager)->Stop();
+}
+
 }  // namespace
 }  // namespace feedd::proctest

@@ -205,7 +205,8 @@ class MemoTest : public StagedReadsTest {
   }
 
   ViewReadMemo::GenerationFn Generations() {
-    return [this](const std::string&, const std::string& pk) -> std::optional<uint64_t> {
+    return [this](const std::string&, const std::string& pk,
+                  const std::string&) -> std::optional<uint64_t> {
       if (pk != "post") return std::nullopt;  // a store that keeps no counter for it
       return generation_;
     };
@@ -450,8 +451,9 @@ TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {
 // included). With 4,096 entries an SF 0.1 import read most of its 10,000
 // users from the store again and fell behind (docs/benchmarks.md).
 TEST(ViewReadMemoTest, AProcessorsItemMemoHoldsTheUsersOfAnSf1DataSet) {
-  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; },
-                    ViewReadMemo::ItemLimits(ProcessorConfig{}.read_memo_bytes));
+  ViewReadMemo memo(
+      [](const std::string&, const std::string&, const std::string&) { return uint64_t{1}; },
+      ViewReadMemo::ItemLimits(ProcessorConfig{}.read_memo_bytes));
   constexpr int kUsers = 100000;
   auto key = [](int u) {
     return "users" + std::string(1, '\0') + "u" + std::to_string(u) + '\0' + "u" +
@@ -480,7 +482,9 @@ TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBytes) {
   };
   const size_t one = ViewReadMemo::EntryBytes("q0", *items(1));
   const ViewReadMemo::Limits limits{4 * one, 3};
-  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; }, limits);
+  ViewReadMemo memo(
+      [](const std::string&, const std::string&, const std::string&) { return uint64_t{1}; },
+      limits);
   for (int i = 0; i <= 4; ++i) memo.Keep("q" + std::to_string(i), 1, items(1));
   EXPECT_EQ(memo.bytes(), 4 * one);
   EXPECT_EQ(memo.Find("q0", 1), nullptr) << "the least recently used went first";
@@ -511,8 +515,9 @@ TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBytes) {
 }
 
 TEST(ViewReadMemoTest, NoBytesKeepsNothing) {
-  ViewReadMemo memo([](const std::string&, const std::string&) { return uint64_t{1}; },
-                    ViewReadMemo::ItemLimits(0));
+  ViewReadMemo memo(
+      [](const std::string&, const std::string&, const std::string&) { return uint64_t{1}; },
+      ViewReadMemo::ItemLimits(0));
   memo.Keep("u", 1, std::make_shared<const std::vector<object>>(1, object{{"id", "u"}}));
   EXPECT_EQ(memo.Find("u", 1), nullptr);
   EXPECT_EQ(memo.bytes(), 0u);

@@ -2391,6 +2391,32 @@ TEST_F(StoreTest, APartitionGenerationCountsTheChangesToThePartition) {
   EXPECT_EQ(generation("p1"), p1 + 4);
 }
 
+// An item's generation grows by one per change to the item, from the moment
+// the write returns, and not with the changes of other items of its
+// partition (these do not share a counter).
+TEST_F(StoreTest, AnItemGenerationCountsTheChangesToTheItemOnly) {
+  auto generation = [&](std::string_view id) {
+    std::optional<uint64_t> g = store_->ItemGeneration("posts", "p1", id);
+    EXPECT_TRUE(g.has_value());
+    return g.value_or(0);
+  };
+  EXPECT_FALSE(store_->ItemGeneration("nope", "p1", "a").has_value());
+  const uint64_t a = generation("a"), b = generation("b");
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"a","postId":"p1"})").status));
+  EXPECT_EQ(generation("a"), a + 1);
+  std::vector<WriteOp> ops;
+  ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", R"({"id":"b","postId":"p1"})")));
+  ops.push_back(ItemOp(WriteOpKind::kReplace, Item("posts", R"({"id":"b","postId":"p1","n":1})")));
+  ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
+  EXPECT_EQ(generation("b"), b + 2);
+  EXPECT_EQ(generation("a"), a + 1);
+  ASSERT_TRUE(IsOk(Delete("posts", "p1", "a").status));
+  EXPECT_EQ(generation("a"), a + 2);
+  Delete("posts", "p1", "a");  // not found: no change
+  EXPECT_EQ(generation("a"), a + 2);
+  EXPECT_EQ(generation("b"), b + 2);
+}
+
 // Whatever the interleaving, a query started after a write was acknowledged
 // sees it: a kept answer is never older than an acknowledged write.
 TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
