@@ -26,6 +26,9 @@ struct Change {
   // Absent (null) when the envelope's image is null or omitted.
   std::shared_ptr<const boost::json::object> before;
   std::shared_ptr<const boost::json::object> after;
+  // ChangeRecord::item_generation: the item's generation right after this
+  // change, when it came from the commit path (0: unknown).
+  uint64_t item_generation = 0;
 };
 
 // Parses a native envelope ({"lsn","op","container","partitionKey","id","ts",

@@ -597,6 +597,7 @@ class ProcessorInstance::Impl {
       return;
     }
     if (!concern.Concerns(*change)) return PassOver(record.lsn, outside_concern_);
+    change->item_generation = record.item_generation;
     changes->push_back(std::move(*change));
   }
 

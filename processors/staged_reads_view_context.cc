@@ -22,10 +22,19 @@ Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(const std::st
     found.staged = &it->second;
     return found;
   }
-  const bool kept =
-      item_memo_ != nullptr && (unkept_ == nullptr || unkept_->count(container) == 0) &&
-      (applying_ == nullptr || applying_->id != id || applying_->partition_key != partition_key ||
-       applying_->container != container);
+  const bool applying_item = applying_ != nullptr && applying_->id == id &&
+                             applying_->partition_key == partition_key &&
+                             applying_->container == container;
+  if (applying_item && applying_->item_generation != 0 && item_memo_ != nullptr &&
+      item_memo_->Generation(container, partition_key, id) == applying_->item_generation) {
+    // Nothing changed the item since the change: its after-image is the
+    // current version, as a read would return it.
+    found.from_change = true;
+    found.change_image = applying_->after;
+    return found;
+  }
+  const bool kept = item_memo_ != nullptr &&
+                    (unkept_ == nullptr || unkept_->count(container) == 0) && !applying_item;
   const std::optional<uint64_t> generation =
       kept ? item_memo_->Generation(container, partition_key, id) : std::nullopt;
   if (!generation) {
@@ -53,6 +62,10 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
   auto found = Find(container, partition_key, id);
   if (!found.ok()) return found.status();
   if (found->staged != nullptr) return *found->staged;
+  if (found->from_change) {
+    if (!found->change_image) return std::optional<boost::json::object>();
+    return std::optional<boost::json::object>(*found->change_image);
+  }
   if (found->kept) {
     if (found->kept->empty()) return std::optional<boost::json::object>();
     return std::optional<boost::json::object>(found->kept->front());
@@ -69,6 +82,7 @@ Result<ViewContext::SharedItem> StagedReadsViewContext::ReadShared(const std::st
     if (!*found->staged) return SharedItem();
     return SharedItem(std::make_shared<const boost::json::object>(**found->staged));
   }
+  if (found->from_change) return found->change_image;
   if (found->kept) {
     if (found->kept->empty()) return SharedItem();
     return SharedItem(found->kept, &found->kept->front());  // shares the memo's answer

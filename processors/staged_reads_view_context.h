@@ -113,6 +113,10 @@ class StagedReadsViewContext : public ViewContext {
     const std::optional<boost::json::object>* staged = nullptr;
     ViewReadMemo::Items kept;
     std::optional<boost::json::object> inner;
+    // The applying change's after-image (null: deleted), when the item has
+    // not changed since that change.
+    bool from_change = false;
+    SharedItem change_image;
   };
   Result<Found> Find(const std::string& container, const std::string& partition_key,
                      const std::string& id);

@@ -32,6 +32,11 @@ struct ChangeRecord {
   // writes it: compact, the images as stored (canonical boost::json text),
   // a missing image `null` (processors/concern_filter.h relies on it).
   std::string envelope_json;
+  // In memory only, for the records the commit path hands its listeners:
+  // the item's generation (DocumentStore::ItemGeneration) right after this
+  // change. While the item's generation is still this value, the
+  // after-image is its current version. 0 when unknown (read from the feed).
+  uint64_t item_generation = 0;
 };
 
 // The change records of one committed group, in LSN order and without gaps

@@ -1005,9 +1005,15 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);
     }
-    for (const auto& [index, pk, id] : builder.written()) {
+    // builder.written() and the records are the same changes, in order.
+    std::vector<ChangeRecord>* records = builder.records().get();
+    if (records != nullptr && records->size() != builder.written().size()) records = nullptr;
+    for (size_t i = 0; i < builder.written().size(); ++i) {
+      const auto& [index, pk, id] = builder.written()[i];
       if (cache_ != nullptr) cache_->Invalidate(index, pk);
-      if (item_generations_ != nullptr) item_generations_->Bump(index, pk, id);
+      if (item_generations_ == nullptr) continue;
+      const uint64_t generation = item_generations_->Bump(index, pk, id);
+      if (records != nullptr) (*records)[i].item_generation = generation;
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;

@@ -20,9 +20,11 @@ uint64_t ItemGenerations::Get(size_t container_index, std::string_view partition
   return counters_[SlotOf(container_index, partition_key, id)].load(std::memory_order_acquire);
 }
 
-void ItemGenerations::Bump(size_t container_index, std::string_view partition_key,
-                           std::string_view id) {
-  counters_[SlotOf(container_index, partition_key, id)].fetch_add(1, std::memory_order_acq_rel);
+uint64_t ItemGenerations::Bump(size_t container_index, std::string_view partition_key,
+                               std::string_view id) {
+  return counters_[SlotOf(container_index, partition_key, id)].fetch_add(
+             1, std::memory_order_acq_rel) +
+         1;
 }
 
 }  // namespace feedd

@@ -33,7 +33,8 @@ class ItemGenerations {
   // Read before the item.
   uint64_t Get(size_t container_index, std::string_view partition_key, std::string_view id) const;
   // After a change to the item is visible, before it is acknowledged.
-  void Bump(size_t container_index, std::string_view partition_key, std::string_view id);
+  // Returns the item's generation right after it.
+  uint64_t Bump(size_t container_index, std::string_view partition_key, std::string_view id);
 
  private:
   static constexpr size_t kSlots = size_t{1} << 18;

@@ -420,6 +420,52 @@ TEST_F(MemoTest, ASharedReadIsTheKeptItemAndAStagedWriteWins) {
   EXPECT_EQ(*deleted, nullptr);
 }
 
+// A change from the commit path carries its item's generation right after
+// it. While the item's generation is still that one, its after-image is the
+// current version, and a read of the item is answered with it, without
+// reading the store; once the item changed again, the store is read. (The
+// store's f2 differs from the images here only to tell the two apart.)
+TEST_F(MemoTest, TheChangedItemIsReadFromItsChangeWhileNothingChangedItSince) {
+  ViewReadMemo items(Generations(), ViewReadMemo::ItemLimits(kMemoBytes));
+  Change change;
+  change.container = "feed";
+  change.partition_key = "post";
+  change.id = "f2";
+  change.after = std::make_shared<const object>(FeedItem("f2", 99));
+  change.item_generation = generation_;
+  const size_t reads = inner_.reads();
+  {
+    StagedReadsViewContext batch(&inner_, nullptr, &items);
+    batch.Applying(change);
+    auto read = batch.Read("feed", "post", "f2");
+    ASSERT_TRUE(read.ok());
+    ASSERT_TRUE(*read);
+    EXPECT_EQ((**read).at("rank").as_int64(), 99);
+    auto shared = batch.ReadShared("feed", "post", "f2");
+    ASSERT_TRUE(shared.ok());
+    EXPECT_EQ(shared->get(), change.after.get()) << "the change's image itself";
+    EXPECT_EQ(inner_.reads(), reads);
+
+    Change deleted = change;
+    deleted.after = nullptr;
+    batch.Applying(deleted);
+    auto gone = batch.Read("feed", "post", "f2");
+    ASSERT_TRUE(gone.ok());
+    EXPECT_FALSE(*gone);
+    EXPECT_EQ(inner_.reads(), reads);
+  }
+  for (uint64_t stale : {generation_ - 1, uint64_t{0}}) {  // changed since; not known
+    change.item_generation = stale;
+    StagedReadsViewContext batch(&inner_, nullptr, &items);
+    batch.Applying(change);
+    auto read = batch.Read("feed", "post", "f2");
+    ASSERT_TRUE(read.ok());
+    ASSERT_TRUE(*read);
+    EXPECT_EQ((**read).at("rank").as_int64(), 20) << stale;
+  }
+  EXPECT_EQ(inner_.reads(), reads + 2);
+}
+
 // Reads that would only miss again are not kept: of the item whose change is
 // applied (it changed just now) and of the processor's own targets.
 TEST_F(MemoTest, TheChangedItemAndTheTargetsAreNotKept) {

@@ -2417,6 +2417,37 @@ TEST_F(StoreTest, AnItemGenerationCountsTheChangesToTheItemOnly) {
   EXPECT_EQ(generation("b"), b + 2);
 }
 
+// The records handed to commit listeners carry each item's generation right
+// after the change: a later change of the item in the same group has the
+// next one, and the last is the item's generation once the write returned.
+// Records read back from the feed do not know it.
+TEST_F(StoreTest, CommittedRecordsCarryTheirItemsGenerationAfterEachChange) {
+  std::mutex mu;
+  std::vector<ChangeRecord> handed;
+  const uint64_t token = store_->AddCommitListener([&](const CommittedChanges& records) {
+    std::lock_guard<std::mutex> lock(mu);
+    handed.insert(handed.end(), records->begin(), records->end());
+  });
+  std::vector<WriteOp> ops;
+  ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", R"({"id":"a","postId":"p1"})")));
+  ops.push_back(ItemOp(WriteOpKind::kReplace, Item("posts", R"({"id":"a","postId":"p1","n":1})")));
+  ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", R"({"id":"b","postId":"p1"})")));
+  ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
+  store_->RemoveCommitListener(token);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(handed.size(), 3u);
+  EXPECT_EQ(handed[1].item_generation, handed[0].item_generation + 1);
+  EXPECT_EQ(handed[1].item_generation, store_->ItemGeneration("posts", "p1", "a").value_or(0));
+  EXPECT_EQ(handed[2].item_generation, store_->ItemGeneration("posts", "p1", "b").value_or(0));
+  EXPECT_NE(handed[2].item_generation, 0u);
+  FeedReadSpec spec;
+  spec.from = handed[0].lsn;
+  FeedPage page;
+  ASSERT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
+  ASSERT_EQ(page.records.size(), 3u);
+  for (const ChangeRecord& record : page.records) EXPECT_EQ(record.item_generation, 0u);
+}
+
 // Whatever the interleaving, a query started after a write was acknowledged
 // sees it: a kept answer is never older than an acknowledged write.
 TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
