@@ -9,9 +9,13 @@
 # for SECONDS, and prints one JSON line: req/s, the daemon's CPU ms per
 # write, and CPU ms per write of each thread group (threads named as in
 # docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`).
-# Run two binaries in turns on the same DATA_DIR to compare them.
+# With COUNT=switches it counts voluntary context switches per write instead
+# (the keys then say so). Run two binaries in turns on the same DATA_DIR to
+# compare them.
 set -euo pipefail
-[[ $# -ge 4 ]] || { sed -n 2,12p "$0" >&2; exit 2; }
+[[ $# -ge 4 ]] || { sed -n 2,14p "$0" >&2; exit 2; }
+COUNT=${COUNT:-cpu}
+[[ $COUNT == cpu || $COUNT == switches ]] || { echo "COUNT is cpu or switches" >&2; exit 2; }
 BIN=$1 SNAP=$2 SECS=$3 CONNS=$4 KEYS=${5:-keys.txt} SF=${6:-0.01}
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${WORK:-/tmp}/feedd-thread-cpu.XXXXXX")
@@ -23,14 +27,19 @@ for _ in $(seq 300); do [[ -s "$W/ready.json" ]] && break; sleep 0.1; done
 API=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$W/ready.json")
 MET=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["metrics"])' "$W/ready.json")
 /usr/bin/python3 "$HERE/scenario/driver.py" settle --api "$API" --metrics "$MET" >/dev/null
-snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '{print $14+$15}' $t/stat)"; done; }
+if [[ $COUNT == cpu ]]; then  # utime + stime, in ticks of 10 ms
+  snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '{print $14+$15}' $t/stat)"; done; }
+else
+  snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '/^voluntary_ctxt_switches/{print $2}' $t/status)"; done; }
+fi
 snap > "$W/t0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 kill -TERM $PID; wait $PID || true
-/usr/bin/python3 - "$W" <<'PY'
+/usr/bin/python3 - "$W" "$COUNT" <<'PY'
 import json, sys, re, collections
-w = sys.argv[1]
+w, count = sys.argv[1], sys.argv[2]
+unit, per_tick, floor = ("ms", 10.0, 0.002) if count == "cpu" else ("switches", 1.0, 0.01)
 r = json.load(open(w + "/r.json"))
 def load(f):
     d = collections.Counter()
@@ -42,7 +51,8 @@ def load(f):
 t0, t1 = load(w + "/t0"), load(w + "/t1")
 writes = r["req_per_s"] * r["seconds"]
 tot = sum(t1.values()) - sum(t0.values())
-groups = {g: (t1[g] - t0.get(g, 0)) * 10.0 / writes for g in t1}
-print(json.dumps({"req_per_s": round(r["req_per_s"]), "cpu_ms_per_write": round(tot * 10.0 / writes, 4),
-                  "by_thread_ms_per_write": {g: round(v, 4) for g, v in sorted(groups.items(), key=lambda x: -x[1]) if v > 0.002}}))
+groups = {g: (t1[g] - t0.get(g, 0)) * per_tick / writes for g in t1}
+name = "cpu_ms" if count == "cpu" else "switches"
+print(json.dumps({"req_per_s": round(r["req_per_s"]), name + "_per_write": round(tot * per_tick / writes, 4),
+                  "by_thread_" + unit + "_per_write": {g: round(v, 4) for g, v in sorted(groups.items(), key=lambda x: -x[1]) if v > floor}}))
 PY
