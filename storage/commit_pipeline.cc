@@ -482,10 +482,9 @@ class CommitPipeline::GroupBuilder {
   rocksdb::WriteBatch* batch() { return batch_; }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
-  // (container index, partition key) of each change of the added requests:
-  // a partition changed n times is listed n times (QueryCache generations
-  // count changes).
-  // The items the added requests changed, once per change.
+  // The item of each change of the added requests, in order: an item (and
+  // a partition) changed n times is listed n times, since QueryCache and
+  // ItemGenerations count changes.
   struct WrittenItem {
     size_t container;
     std::string partition_key, id;
