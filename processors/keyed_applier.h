@@ -9,8 +9,9 @@
 // of one Dispatch() call that need a thread go to the same one, MaxBatch()
 // at a time. So a run of changes dispatched to an idle applier is taken by
 // one thread, with one wake-up, as one batch; the other threads take what
-// comes while it is busy; and a slow key holds up only its own changes,
-// not those that would share its thread by hash. A change is applied through the
+// comes while it is busy; and a slow key holds up its own later changes and
+// what was queued behind it, but no key that arrives while another thread is
+// idle. A change is applied through the
 // ApplyFn (which commits its effects). With an ApplyBatchFn and a kind whose
 // MaxBatch() is above 1, the changes queued at the front of a thread's queue
 // (up to MaxBatch(), whatever their keys; those of one key in order) are
