@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
@@ -412,9 +413,9 @@ class CommitPipeline::GroupBuilder {
                   kf::EncodeU64(view->consumer_acked));
     }
     batch_->PopSavePoint();
-    for (auto& [container, op, pk, id] : request_changes_) {
+    for (auto& [container, op, pk, id, record] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
-      written_.push_back({container, *pk, std::move(id)});
+      written_.push_back({container, *pk, std::move(id), record});
     }
     return result;
   }
@@ -488,7 +489,11 @@ class CommitPipeline::GroupBuilder {
   struct WrittenItem {
     size_t container;
     std::string partition_key, id;
+    // Its change record's index in records(); kNoRecord when they are not
+    // collected.
+    size_t record;
   };
+  static constexpr size_t kNoRecord = SIZE_MAX;
   const std::vector<WrittenItem>& written() const { return written_; }
   Lsn next_lsn() const { return next_lsn_; }
   // Bytes of change records (key + value) in the batch.
@@ -629,11 +634,13 @@ class CommitPipeline::GroupBuilder {
     std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
     feed_bytes_ += 8 + feed_value.size();
     batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
-    request_changes_.push_back({c.index, change_op, &pk, id});
+    size_t record = kNoRecord;
     if (records_) {
+      record = records_->size();
       records_->push_back(
           ChangeRecord{lsn, ts_ms_, change_op, c.spec.name, pk, id, std::move(envelope)});
     }
+    request_changes_.push_back({c.index, change_op, &pk, id, record});
   }
 
   RocksDatabase* const db_;
@@ -647,6 +654,7 @@ class CommitPipeline::GroupBuilder {
     ChangeOp op;
     const std::string* partition_key;  // the request's, alive while it is added
     std::string id;
+    size_t record;  // WrittenItem::record
   };
   std::vector<RequestChange> request_changes_;         // of the request being added
   std::map<size_t, std::array<uint64_t, 3>> changes_;  // of the added requests
@@ -1004,15 +1012,12 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);
     }
-    // builder.written() and the records are the same changes, in order.
-    std::vector<ChangeRecord>* records = builder.records().get();
-    if (records != nullptr && records->size() != builder.written().size()) records = nullptr;
-    for (size_t i = 0; i < builder.written().size(); ++i) {
-      const auto& [index, pk, id] = builder.written()[i];
+    for (const auto& [index, pk, id, record] : builder.written()) {
       if (cache_ != nullptr) cache_->Invalidate(index, pk);
       if (item_generations_ == nullptr) continue;
       const uint64_t generation = item_generations_->Bump(index, pk, id);
-      if (records != nullptr) (*records)[i].item_generation = generation;
+      if (record != GroupBuilder::kNoRecord)
+        (*builder.records())[record].item_generation = generation;
     }
     if (last >= first) {
       changes_committed_ += last - first + 1;
