@@ -7,20 +7,28 @@
 //   containers it does not read, so that its applied watermark moves past
 //   them). Acknowledge(through) tells the source that every change <=
 //   `through` is applied; the source keeps that as the restart position,
-//   and Sync() makes the last acknowledgement durable now.
+//   and Sync() makes the last acknowledgement durable now. NextBatch()
+//   never waits: the source calls its ready callback when one that came
+//   back empty may now find records.
 //
 // Thread-safety
-//   Interrupt() may be called from any thread; the other methods from one
-//   thread at a time (the instance's source thread).
+//   The ready callback may be called from any thread (the commit thread);
+//   the methods from one thread at a time (the SourcePump's, while the
+//   instance runs).
 #pragma once
 
-#include <chrono>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "storage/change_record.h"
 #include "util/status.h"
 
 namespace feedd {
+
+// A record as a source hands it out: shared with the committed group (or
+// the feed page) it came in, which it keeps alive, not copied.
+using SharedChangeRecord = std::shared_ptr<const ChangeRecord>;
 
 // What a source has handed out, by where it came from.
 struct ChangeSourceCounts {
@@ -32,21 +40,20 @@ class ChangeSource {
  public:
   virtual ~ChangeSource() = default;
 
+  // `ready` is called whenever records may have come that a NextBatch()
+  // would find: short, and from any thread. Set before the first Seek().
+  virtual void SetReadyCallback(std::function<void()> ready) = 0;
   // The next NextBatch() starts at `from`.
   virtual void Seek(Lsn from) = 0;
-  // Replaces *out with the records after the position (at most `max`, at
-  // least one when any is committed), waiting up to `wait` for one to be
-  // committed. Empty after the wait, or at once after Interrupt().
-  virtual Status NextBatch(size_t max, std::chrono::milliseconds wait,
-                           std::vector<ChangeRecord>* out) = 0;
+  // Replaces *out with the records after the position that are committed
+  // now: `max` of them, or fewer only when that is all there is (empty
+  // when there is none).
+  virtual Status NextBatch(size_t max, std::vector<SharedChangeRecord>* out) = 0;
   // Every change <= through is applied. Cheap: the source may record it
   // later (at the latest on Sync()). Not OK when recording failed; a later
   // call tries again.
   virtual Status Acknowledge(Lsn through) = 0;
   virtual Status Sync() = 0;
-  // Makes a waiting NextBatch() return now, and every later one until the
-  // next Seek().
-  virtual void Interrupt() = 0;
 
   virtual ChangeSourceCounts counts() const = 0;
 };

@@ -27,6 +27,7 @@ CommitChangeSource::~CommitChangeSource() { store_->RemoveCommitListener(listene
 
 void CommitChangeSource::OnCommitted(const CommittedChanges& records) {
   const size_t bytes = BytesOf(*records);
+  std::function<void()> ready;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (records->back().lsn < next_) return;  // already read from the feed
@@ -36,14 +37,19 @@ void CommitChangeSource::OnCommitted(const CommittedChanges& records) {
       queue_.push_back(QueuedGroup{records, bytes});
       queued_bytes_ += bytes;
     }
+    ready = ready_;
   }
-  wake_.notify_one();
+  if (ready) ready();
+}
+
+void CommitChangeSource::SetReadyCallback(std::function<void()> ready) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ready_ = std::move(ready);
 }
 
 void CommitChangeSource::Seek(Lsn from) {
   std::lock_guard<std::mutex> lock(mutex_);
   next_ = from;
-  interrupted_ = false;
   acknowledged_ = recorded_ = from > 0 ? from - 1 : 0;
 }
 
@@ -52,59 +58,53 @@ void CommitChangeSource::PopFront() {
   queue_.pop_front();
 }
 
-bool CommitChangeSource::TakeQueued(size_t max, std::vector<ChangeRecord>* out) {
+void CommitChangeSource::TakeQueued(size_t max, std::vector<SharedChangeRecord>* out) {
+  const size_t before = out->size();
   while (!queue_.empty() && queue_.front().records->back().lsn < next_) PopFront();
-  if (queue_.empty() || queue_.front().records->front().lsn > next_) return false;
   while (!queue_.empty() && out->size() < max) {
-    const std::vector<ChangeRecord>& group = *queue_.front().records;
-    if (group.front().lsn > next_) break;  // a gap: the next call reads it from the feed
+    const CommittedChanges& records = queue_.front().records;
+    const std::vector<ChangeRecord>& group = *records;
+    if (group.front().lsn > next_) break;  // a gap: read from the feed
     for (size_t i = next_ - group.front().lsn; i < group.size() && out->size() < max; ++i) {
-      out->push_back(group[i]);
+      out->emplace_back(records, &group[i]);  // shares the group
     }
-    next_ = out->back().lsn + 1;
+    next_ = out->back()->lsn + 1;
     if (group.back().lsn < next_) PopFront();
   }
-  from_commits_ += out->size();
-  return true;
+  from_commits_ += out->size() - before;
 }
 
-Status CommitChangeSource::NextBatch(size_t max, std::chrono::milliseconds wait,
-                                     std::vector<ChangeRecord>* out) {
+Status CommitChangeSource::NextBatch(size_t max, std::vector<SharedChangeRecord>* out) {
   out->clear();
-  Lsn from = 0, before = 0;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + wait;
-    for (;;) {
-      if (interrupted_) return Status::Ok();
-      if (TakeQueued(max, out)) return Status::Ok();
+  while (out->size() < max) {
+    Lsn from = 0, before = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      TakeQueued(max, out);
       // Not queued: behind the commit path, or a gap the queue skipped. The
       // listener runs before the head moves, so a head at the position
-      // means the record is only in the feed.
-      if (!queue_.empty() || store_->HeadLsn() >= next_) {
-        from = next_;
-        before = queue_.empty() ? 0 : queue_.front().records->front().lsn;
-        break;
-      }
-      if (wake_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        if (TakeQueued(max, out)) return Status::Ok();
-        if (queue_.empty() && store_->HeadLsn() < next_) return Status::Ok();
-      }
+      // means the record is only in the feed; below it, everything
+      // committed is handed out.
+      if (out->size() == max || (queue_.empty() && store_->HeadLsn() < next_)) break;
+      from = next_;
+      before = queue_.empty() ? 0 : queue_.front().records->front().lsn;
     }
+    auto page = std::make_shared<FeedPage>();
+    FeedReadSpec spec;
+    spec.from = from;
+    spec.limit = max - out->size();
+    if (before != 0) spec.limit = std::min<size_t>(spec.limit, before - from);
+    if (Status s = store_->ReadFeed(spec, page.get()); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t read_before = out->size();
+    for (const ChangeRecord& r : page->records) {
+      if (r.lsn != next_) break;    // never past a gap (the feed has none below the head)
+      out->emplace_back(page, &r);  // shares the page
+      ++next_;
+    }
+    from_feed_ += out->size() - read_before;
+    if (out->size() == read_before) break;  // nothing there after all: no spinning
   }
-  FeedPage page;
-  FeedReadSpec spec;
-  spec.from = from;
-  spec.limit = before == 0 ? max : std::min<size_t>(max, before - from);
-  if (Status s = store_->ReadFeed(spec, &page); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (next_ != from) return Status::Ok();  // Seek()ed meanwhile
-  for (ChangeRecord& r : page.records) {
-    if (r.lsn != next_) break;  // never past a gap (the feed has none below the head)
-    out->push_back(std::move(r));
-    ++next_;
-  }
-  from_feed_ += out->size();
   return Status::Ok();
 }
 
@@ -126,14 +126,6 @@ Status CommitChangeSource::Record(Lsn through) {
   recorded_ = through;
   last_record_ = std::chrono::steady_clock::now();
   return Status::Ok();
-}
-
-void CommitChangeSource::Interrupt() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    interrupted_ = true;
-  }
-  wake_.notify_all();
 }
 
 }  // namespace feedd

@@ -4,8 +4,8 @@
 //
 // Operation
 //   A commit listener (DocumentStore::AddCommitListener) queues the records
-//   of each committed group - already in memory, nothing decoded - and wakes
-//   the reader. NextBatch() serves the position from that queue. Where the
+//   of each committed group - already in memory, nothing decoded - and calls
+//   the ready callback. NextBatch() serves the position from that queue. Where the
 //   queue does not hold the position - at start-up and after a rebuild (the
 //   position is behind the commit path), or after the queue overflowed its
 //   bound because the instance fell behind (the newest groups are then not
@@ -17,14 +17,15 @@
 //   watermark (a ViewWrite with no requests, which also holds retention) at
 //   most every 100 ms, and on Sync().
 //
-// Thread-safety: as ChangeSource; the listener runs on the commit thread.
+// Thread-safety: as ChangeSource; the listener, and so the ready callback,
+// run on the commit thread.
 // Ownership: borrows the store, which must outlive the source.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -45,12 +46,11 @@ class CommitChangeSource final : public ChangeSource {
   CommitChangeSource(DocumentStore* store, Options options);
   ~CommitChangeSource() override;
 
+  void SetReadyCallback(std::function<void()> ready) override;
   void Seek(Lsn from) override;
-  Status NextBatch(size_t max, std::chrono::milliseconds wait,
-                   std::vector<ChangeRecord>* out) override;
+  Status NextBatch(size_t max, std::vector<SharedChangeRecord>* out) override;
   Status Acknowledge(Lsn through) override;
   Status Sync() override;
-  void Interrupt() override;
   ChangeSourceCounts counts() const override {
     return ChangeSourceCounts{from_commits_.load(), from_feed_.load()};
   }
@@ -60,11 +60,9 @@ class CommitChangeSource final : public ChangeSource {
 
  private:
   void OnCommitted(const CommittedChanges& records);
-  // Serves the position from the queue; false when the queue does not hold
-  // it. Under mutex_.
-  bool TakeQueued(size_t max, std::vector<ChangeRecord>* out);
-  // Reads from the durable feed, at most up to the queue's first record.
-  Status ReadFeed(size_t max, Lsn before, std::vector<ChangeRecord>* out);
+  // Appends what the queue holds from the position on, up to `max` records
+  // in *out or a gap. Under mutex_.
+  void TakeQueued(size_t max, std::vector<SharedChangeRecord>* out);
   Status Record(Lsn through);
 
   DocumentStore* const store_;
@@ -72,7 +70,7 @@ class CommitChangeSource final : public ChangeSource {
   uint64_t listener_ = 0;
 
   std::mutex mutex_;
-  std::condition_variable wake_;
+  std::function<void()> ready_;  // GUARDED_BY(mutex_)
   // A group as queued, with the bytes it counts for (computed once).
   struct QueuedGroup {
     CommittedChanges records;
@@ -83,7 +81,6 @@ class CommitChangeSource final : public ChangeSource {
   std::deque<QueuedGroup> queue_;  // GUARDED_BY(mutex_)
   size_t queued_bytes_ = 0;        // GUARDED_BY(mutex_)
   Lsn next_ = 1;                   // GUARDED_BY(mutex_)
-  bool interrupted_ = false;       // GUARDED_BY(mutex_)
 
   // The reader's thread only.
   Lsn acknowledged_ = 0;

@@ -1,6 +1,5 @@
 #include "processors/processor_instance.h"
 
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "processors/concern_filter.h"
 #include "processors/keyed_applier.h"
 #include "processors/progress_view_context.h"
+#include "processors/source_pump.h"
 #include "processors/staged_reads_view_context.h"
 #include "processors/status_cell.h"
 #include "processors/store_view_context.h"
@@ -18,15 +18,19 @@
 #include "util/clock.h"
 #include "util/logging.h"
 #include "util/lsn_watchers.h"
-#include "util/thread_name.h"
 
 namespace feedd {
 namespace {
 
 constexpr size_t kReadBatch = 1000;
-// How long the source thread waits for a change before it acknowledges
-// (records) W again; an idle instance wakes at this rate only.
+// How long an idle instance waits for a change before its turn
+// acknowledges (records) W again; it gets turns at this rate only.
 constexpr auto kIdleWait = std::chrono::seconds(1);
+// Held back (Config::max_in_flight): the next turn comes when W moves, or
+// after this.
+constexpr auto kBackPressureWait = std::chrono::milliseconds(100);
+// After a failed read of the source.
+constexpr auto kSourceRetryWait = std::chrono::seconds(1);
 
 ViewReadMemo::GenerationFn PartitionGenerationOf(const DocumentStore* store) {
   return
@@ -44,11 +48,12 @@ ViewReadMemo::GenerationFn ItemGenerationOf(const DocumentStore* store) {
 
 }  // namespace
 
-class ProcessorInstance::Impl {
+class ProcessorInstance::Impl final : public SourcePump::Member {
  public:
-  Impl(DocumentStore* store, ProcessorConfig config, std::unique_ptr<ProcessorKind> kind,
-       std::unique_ptr<ChangeSource> source)
+  Impl(DocumentStore* store, SourcePump* pump, ProcessorConfig config,
+       std::unique_ptr<ProcessorKind> kind, std::unique_ptr<ChangeSource> source)
       : store_(store),
+        pump_(pump),
         config_(std::move(config)),
         kind_(std::move(kind)),
         source_(std::move(source)),
@@ -60,6 +65,7 @@ class ProcessorInstance::Impl {
       sources_.emplace(c, ConcernFilter(kind_->ConcernFilters(c)));
     }
     for (const auto& c : kind_->TargetContainers()) targets_.insert(c);
+    source_->SetReadyCallback([pump] { pump->Wake(); });
     applier_ = std::make_unique<KeyedApplier>(
         kind_.get(),
         KeyedApplier::Options{
@@ -81,7 +87,7 @@ class ProcessorInstance::Impl {
         [this](const std::vector<Change>& changes) { return Apply(changes); });
   }
 
-  ~Impl() { Stop(); }
+  ~Impl() override { Stop(); }
 
   Status Start() {
     bool registered = false;
@@ -182,13 +188,15 @@ class ProcessorInstance::Impl {
   }
 
   void Pause(bool pause) {
-    if (paused_.exchange(pause) == pause) return;
-    // A NextBatch() waiting now returns empty: nothing committed after this
-    // is taken until the source thread resumes (and seeks back).
-    if (pause) source_->Interrupt();
+    {
+      std::lock_guard<std::mutex> lock(turns_mutex_);
+      if (paused_.exchange(pause) == pause) return;
+      // Out of the pump once its turn is over: nothing committed after
+      // this is taken until the instance is back.
+      UpdateTurnsLocked();
+    }
     FEEDD_LOG(kInfo, "processor") << config_.name << (pause ? ": paused" : ": resumed")
                                   << " at LSN " << applied_.value();
-    WakeSourceThread();
   }
 
   Status ResetTo(Lsn lsn) {
@@ -274,22 +282,24 @@ class ProcessorInstance::Impl {
 
   // ---- lifecycle ----
   void StartThreads() {
-    stopping_ = false;
     applier_->Start();
-    next_ = Position() + 1;
-    source_->Seek(next_);
-    source_thread_ = std::thread([this] {
-      SetThreadName("src-" + config_.name);
-      SourceLoop();
-    });
+    source_->Seek(Position() + 1);
+    retry_at_ = {};
+    {
+      std::lock_guard<std::mutex> lock(turns_mutex_);
+      running_ = true;
+      UpdateTurnsLocked();
+    }
     SetState(ProcessorState::kRunning);
   }
 
   void StopThreads() {
-    stopping_ = true;
-    WakeSourceThread();
-    source_->Interrupt();
-    if (source_thread_.joinable()) source_thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(turns_mutex_);
+      running_ = false;
+      UpdateTurnsLocked();  // the turn in progress is over
+    }
+    CancelProgressWatch();
     applier_->Stop();
     Acknowledge(true);
     std::lock_guard<std::mutex> lock(track_mutex_);
@@ -517,53 +527,52 @@ class ProcessorInstance::Impl {
     return s;
   }
 
-  // ---- the source ----
-  void SourceLoop() {
-    std::vector<ChangeRecord> records;
-    while (!stopping_) {
-      Acknowledge(false);
-      if (paused_) {
-        {
-          std::unique_lock<std::mutex> lock(stop_mutex_);
-          stop_cv_.wait(lock, [this] { return stopping_.load() || !paused_.load(); });
-        }
-        if (!stopping_) source_->Seek(next_);  // ends the Interrupt() of Pause()
-        continue;
-      }
-      if (SourceMustWait()) {
-        WaitForProgress();
-        continue;
-      }
-      Status s = source_->NextBatch(kReadBatch, kIdleWait, &records);
-      if (!s.ok()) {
-        SetError("reading the change feed: " + s.ToString());
-        std::unique_lock<std::mutex> lock(stop_mutex_);
-        stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_.load(); });
-        continue;
-      }
-      std::vector<Change> changes;
-      StoreViewContext store_reads(store_, consumer_name_, [this] { return Position(); });
-      for (const ChangeRecord& record : records) Offer(record, store_reads, &changes);
-      applier_->Dispatch(std::move(changes));
-      if (!records.empty()) next_ = records.back().lsn + 1;
+  // ---- the source: turns on the pump ----
+  // In the pump while started and not paused. Under turns_mutex_.
+  void UpdateTurnsLocked() {
+    const bool want = running_ && !paused_;
+    if (want == in_pump_) return;
+    if (want) {
+      pump_->Add(this);
+    } else {
+      pump_->Remove(this);
     }
+    in_pump_ = want;
   }
 
-  // Back-pressure: waits until W moves (or 100 ms, or Stop()).
-  void WaitForProgress() {
-    const Lsn w = applied_.value();
-    const uint64_t token = applied_.Watch(w + 1, [this] { WakeSourceThread(); });
-    {
-      std::unique_lock<std::mutex> lock(stop_mutex_);
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(100),
-                        [&] { return stopping_.load() || applied_.value() > w; });
+  // Takes what the source holds now and dispatches it.
+  SourcePump::Clock::time_point Turn() override {
+    const auto now = SourcePump::Clock::now();
+    Acknowledge(false);
+    CancelProgressWatch();
+    if (now < retry_at_) return retry_at_;
+    if (SourceMustWait()) {
+      // Back-pressure: the next turn when W moves (or soon: in_flight_ can
+      // fall without W moving).
+      progress_watch_ = applied_.Watch(applied_.value() + 1, [pump = pump_] { pump->Wake(); });
+      return now + kBackPressureWait;
     }
-    applied_.Cancel(token);
+    Status s = source_->NextBatch(kReadBatch, &batch_);
+    if (!s.ok()) {
+      SetError("reading the change feed: " + s.ToString());
+      retry_at_ = now + kSourceRetryWait;
+      return retry_at_;
+    }
+    if (batch_.empty()) return now + kIdleWait;  // the source's ready callback wakes the pump
+    std::vector<Change> changes;
+    StoreViewContext store_reads(store_, consumer_name_, [this] { return Position(); });
+    for (const SharedChangeRecord& record : batch_) Offer(*record, store_reads, &changes);
+    applier_->Dispatch(std::move(changes));
+    const bool full = batch_.size() == kReadBatch;
+    batch_.clear();  // lets go of the groups it shares
+    // A batch short of full was everything there was: the source's ready
+    // callback wakes the pump for more.
+    return full ? now : now + kIdleWait;
   }
 
-  void WakeSourceThread() {
-    { std::lock_guard<std::mutex> lock(stop_mutex_); }
-    stop_cv_.notify_all();
+  void CancelProgressWatch() {
+    if (progress_watch_) applied_.Cancel(*progress_watch_);
+    progress_watch_.reset();
   }
 
   // A record of the feed: tracked, and added to *changes when an applier
@@ -631,6 +640,7 @@ class ProcessorInstance::Impl {
   void SetError(const std::string& error) { status_.SetError(error); }
 
   DocumentStore* const store_;
+  SourcePump* const pump_;
   ProcessorConfig config_;
   const std::unique_ptr<ProcessorKind> kind_;
   const std::unique_ptr<ChangeSource> source_;
@@ -640,12 +650,14 @@ class ProcessorInstance::Impl {
 
   std::mutex control_mutex_;  // Stop / Rebuild
   bool stopped_ = false;      // GUARDED_BY(control_mutex_)
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> paused_{false};
-  Lsn next_ = 1;           // the source's position; the source thread's while it runs
-  std::mutex stop_mutex_;  // with stop_cv_: the source thread's waits
-  std::condition_variable stop_cv_;
-  std::thread source_thread_;
+  std::mutex turns_mutex_;    // whether the instance is in the pump
+  bool running_ = false;      // between StartThreads and StopThreads; GUARDED_BY(turns_mutex_)
+  bool in_pump_ = false;      // GUARDED_BY(turns_mutex_)
+  std::atomic<bool> paused_{false};  // written under turns_mutex_
+  // The turns' own (one at a time, on the pump's thread, or while out of it).
+  std::vector<SharedChangeRecord> batch_;
+  SourcePump::Clock::time_point retry_at_;  // no turn reads the source before
+  std::optional<uint64_t> progress_watch_;  // applied_'s token for the back-pressure wake
   std::unique_ptr<KeyedApplier> applier_;
 
   LsnWatchers applied_;  // W, for readers and watchers
@@ -679,10 +691,11 @@ void ObserveViewCommitted(const ProcessorConfig& config, const Change& change, s
   config.on_view_committed(now > change.ts_ms ? (now - change.ts_ms) / 1000.0 : 0.0);
 }
 
-ProcessorInstance::ProcessorInstance(DocumentStore* store, ProcessorConfig config,
+ProcessorInstance::ProcessorInstance(DocumentStore* store, SourcePump* pump, ProcessorConfig config,
                                      std::unique_ptr<ProcessorKind> kind,
                                      std::unique_ptr<ChangeSource> source)
-    : impl_(std::make_unique<Impl>(store, std::move(config), std::move(kind), std::move(source))) {}
+    : impl_(std::make_unique<Impl>(store, pump, std::move(config), std::move(kind),
+                                   std::move(source))) {}
 ProcessorInstance::~ProcessorInstance() = default;
 Status ProcessorInstance::Start() { return impl_->Start(); }
 void ProcessorInstance::Stop() { impl_->Stop(); }

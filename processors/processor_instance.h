@@ -2,7 +2,8 @@
 // ProcessorKind inside the daemon (docs/processors.md).
 //
 // Operation
-//   A source thread takes changes from a ChangeSource - in the daemon a
+//   On its turns on a SourcePump (one thread for every instance), the
+//   instance takes changes from a ChangeSource - in the daemon a
 //   CommitChangeSource: in-process from the commit path, and from the
 //   durable feed for start-up and catch-up - and dispatches those of the
 //   kind's source containers to worker threads by the kind's ordering key
@@ -24,11 +25,11 @@
 //
 // Concurrency
 //   All public methods are thread-safe. OnApplied() callbacks run on a
-//   worker or source thread and must be short.
+//   worker thread or the pump's and must be short.
 //
 // Ownership
-//   Borrows the DocumentStore, which must outlive the instance; owns the
-//   source.
+//   Borrows the DocumentStore and the SourcePump, which must outlive the
+//   instance; owns the source.
 #pragma once
 
 #include <atomic>
@@ -44,6 +45,7 @@
 #include "processors/processor_kind.h"
 #include "processors/processor_state.h"
 #include "processors/progress_view_context.h"
+#include "processors/source_pump.h"
 #include "storage/document_store.h"
 #include "util/clock.h"
 
@@ -123,7 +125,7 @@ class ProcessorInstance {
   // The store consumer (retention watermark) of the processor `name`.
   static std::string ConsumerName(const std::string& name) { return kConsumerPrefix + name; }
 
-  ProcessorInstance(DocumentStore* store, ProcessorConfig config,
+  ProcessorInstance(DocumentStore* store, SourcePump* pump, ProcessorConfig config,
                     std::unique_ptr<ProcessorKind> kind, std::unique_ptr<ChangeSource> source);
   ~ProcessorInstance();
 

@@ -156,6 +156,7 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
   manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
+  manager->pump_ = std::make_unique<SourcePump>();
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
     if (on_view_committed) {
@@ -166,7 +167,7 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     auto source = std::make_unique<CommitChangeSource>(
         store, CommitChangeSource::Options{ProcessorInstance::ConsumerName(p.config.name)});
     manager->instances_.push_back(std::make_unique<ProcessorInstance>(
-        store, std::move(p.config), std::move(p.kind), std::move(source)));
+        store, manager->pump_.get(), std::move(p.config), std::move(p.kind), std::move(source)));
   }
   return manager;
 }

@@ -17,6 +17,7 @@
 #include "processors/jobs.h"
 #include "processors/processor_instance.h"
 #include "processors/processor_worker.h"
+#include "processors/source_pump.h"
 
 namespace feedd {
 
@@ -74,6 +75,8 @@ class ProcessorManager {
 
  private:
   DocumentStore* store_ = nullptr;
+  // Before instances_: it outlives them.
+  std::unique_ptr<SourcePump> pump_;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
   // Before admin_tasks_: the tasks finish their jobs until they are joined.
   std::unique_ptr<JobRegistry> jobs_;

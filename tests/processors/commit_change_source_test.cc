@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <future>
@@ -69,11 +70,12 @@ class CommitChangeSourceTest : public ::testing::Test {
 
   // Everything `source` hands out up to the head.
   std::vector<ChangeRecord> Drain(ChangeSource& source, size_t max = 1000) {
-    std::vector<ChangeRecord> all, batch;
+    std::vector<ChangeRecord> all;
+    std::vector<SharedChangeRecord> batch;
     while (all.empty() || all.back().lsn < store_->HeadLsn()) {
-      EXPECT_TRUE(source.NextBatch(max, 5s, &batch).ok());
+      EXPECT_TRUE(source.NextBatch(max, &batch).ok());
       if (batch.empty()) break;
-      all.insert(all.end(), batch.begin(), batch.end());
+      for (const SharedChangeRecord& r : batch) all.push_back(*r);
     }
     return all;
   }
@@ -114,6 +116,22 @@ TEST_F(CommitChangeSourceTest, HandsOverCommittedRecordsInProcessAsTheFeedHasThe
   ExpectSame(got, Feed(1));
   EXPECT_EQ(source.counts().in_process, 50u);
   EXPECT_EQ(source.counts().from_feed, 0u);
+}
+
+// Every in-daemon instance is handed the committed records themselves,
+// shared, not a copy each.
+TEST_F(CommitChangeSourceTest, SourcesShareTheCommittedRecordsInsteadOfCopyingThem) {
+  CommitChangeSource a(store_.get(), {"processor.a"}), b(store_.get(), {"processor.b"});
+  a.Seek(1);
+  b.Seek(1);
+  Post("p1");
+  std::vector<SharedChangeRecord> from_a, from_b;
+  ASSERT_TRUE(a.NextBatch(10, &from_a).ok());
+  ASSERT_TRUE(b.NextBatch(10, &from_b).ok());
+  ASSERT_EQ(from_a.size(), 1u);
+  ASSERT_EQ(from_b.size(), 1u);
+  EXPECT_EQ(from_a[0].get(), from_b[0].get());
+  EXPECT_EQ(from_a[0]->id, "p1");
 }
 
 // Requests of one group that fail are rolled back: their records are not
@@ -165,10 +183,10 @@ TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
   // Once caught up, the commit path serves again.
   const uint64_t before = source.counts().in_process;
   Post("after");
-  std::vector<ChangeRecord> batch;
-  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
+  std::vector<SharedChangeRecord> batch;
+  ASSERT_TRUE(source.NextBatch(10, &batch).ok());
   ASSERT_EQ(batch.size(), 1u);
-  EXPECT_EQ(batch[0].id, "after");
+  EXPECT_EQ(batch[0]->id, "after");
   EXPECT_EQ(source.counts().in_process, before + 1);
 }
 
@@ -181,47 +199,28 @@ TEST_F(CommitChangeSourceTest, APositionBelowRetentionIsAnError) {
   ASSERT_GT(store_->OldestRetainedLsn(), 1u);
   CommitChangeSource source(store_.get(), {"processor.test"});
   source.Seek(1);
-  std::vector<ChangeRecord> batch;
-  Status s = source.NextBatch(10, 5s, &batch);
+  std::vector<SharedChangeRecord> batch;
+  Status s = source.NextBatch(10, &batch);
   EXPECT_EQ(s.code(), ErrorCode::kLsnNotRetained) << s.ToString();
   EXPECT_TRUE(batch.empty());
 }
 
-TEST_F(CommitChangeSourceTest, WaitsForACommitAndReturnsEmptyWhenNoneComes) {
-  CommitChangeSource source(store_.get(), {"processor.test"});
+// NextBatch() never waits: the ready callback says when to ask again, for
+// every committed group, queued or not (an overflowed one is read from the
+// feed).
+TEST_F(CommitChangeSourceTest, ReturnsEmptyAtOnceAndCallsTheReadyCallbackForEveryCommit) {
+  CommitChangeSource source(store_.get(), {"processor.test", /*max_queued_bytes=*/2000});
+  std::atomic<int> ready{0};
+  source.SetReadyCallback([&] { ++ready; });
   source.Seek(1);
-  std::vector<ChangeRecord> batch;
-  ASSERT_TRUE(source.NextBatch(10, 20ms, &batch).ok());
+  std::vector<SharedChangeRecord> batch;
+  ASSERT_TRUE(source.NextBatch(10, &batch).ok());
   EXPECT_TRUE(batch.empty());
-  // A commit wakes a waiting reader (the wait is far longer than the test).
-  std::future<std::vector<ChangeRecord>> waiting = std::async(std::launch::async, [&] {
-    std::vector<ChangeRecord> got;
-    EXPECT_TRUE(source.NextBatch(10, 600s, &got).ok());
-    return got;
-  });
-  Post("p1");
-  std::vector<ChangeRecord> got = waiting.get();
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].id, "p1");
-}
-
-TEST_F(CommitChangeSourceTest, InterruptEndsAWaitUntilTheNextSeek) {
-  CommitChangeSource source(store_.get(), {"processor.test"});
-  source.Seek(1);
-  std::future<size_t> waiting = std::async(std::launch::async, [&] {
-    std::vector<ChangeRecord> got;
-    EXPECT_TRUE(source.NextBatch(10, 600s, &got).ok());
-    return got.size();
-  });
-  source.Interrupt();
-  EXPECT_EQ(waiting.get(), 0u);
-  Post("p1");
-  std::vector<ChangeRecord> batch;
-  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
-  EXPECT_TRUE(batch.empty());  // still interrupted
-  source.Seek(1);
-  ASSERT_TRUE(source.NextBatch(10, 5s, &batch).ok());
-  EXPECT_EQ(batch.size(), 1u);
+  EXPECT_EQ(ready.load(), 0);
+  for (int i = 0; i < 20; ++i) Post("p" + std::to_string(i));
+  EXPECT_EQ(ready.load(), 20);
+  EXPECT_GT(source.groups_overflowed(), 0u);
+  ExpectSame(Drain(source), Feed(1));
 }
 
 TEST_F(CommitChangeSourceTest, SyncRecordsTheAcknowledgedPositionAsTheConsumersWatermark) {

@@ -8,7 +8,7 @@
 #pragma once
 
 #include <algorithm>
-#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -21,42 +21,43 @@ class FakeChangeSource final : public ChangeSource {
  public:
   struct Feed {
     std::mutex mutex;
-    std::condition_variable changed;
+    std::function<void()> ready;        // the source's ready callback
     std::vector<ChangeRecord> records;  // records[i].lsn == i + 1
     Lsn position = 1;                   // of the next NextBatch()
     std::vector<Lsn> seeks;
     Lsn acknowledged = 0;
     Lsn synced = 0;  // the acknowledgement last made durable
-    bool interrupted = false;
 
     void Append(ChangeRecord record) {
+      std::function<void()> tell;
       {
         std::lock_guard<std::mutex> lock(mutex);
         record.lsn = records.size() + 1;
         records.push_back(std::move(record));
+        tell = ready;
       }
-      changed.notify_all();
+      if (tell) tell();
     }
   };
 
   explicit FakeChangeSource(std::shared_ptr<Feed> feed) : feed_(std::move(feed)) {}
 
+  void SetReadyCallback(std::function<void()> ready) override {
+    std::lock_guard<std::mutex> lock(feed_->mutex);
+    feed_->ready = std::move(ready);
+  }
+
   void Seek(Lsn from) override {
     std::lock_guard<std::mutex> lock(feed_->mutex);
     feed_->position = from;
     feed_->seeks.push_back(from);
-    feed_->interrupted = false;
   }
 
-  Status NextBatch(size_t max, std::chrono::milliseconds wait,
-                   std::vector<ChangeRecord>* out) override {
+  Status NextBatch(size_t max, std::vector<SharedChangeRecord>* out) override {
     out->clear();
-    std::unique_lock<std::mutex> lock(feed_->mutex);
-    feed_->changed.wait_for(
-        lock, wait, [&] { return feed_->interrupted || feed_->records.size() >= feed_->position; });
-    if (feed_->interrupted) return Status::Ok();
+    std::lock_guard<std::mutex> lock(feed_->mutex);
     while (out->size() < max && feed_->position <= feed_->records.size()) {
-      out->push_back(feed_->records[feed_->position - 1]);
+      out->push_back(std::make_shared<const ChangeRecord>(feed_->records[feed_->position - 1]));
       ++feed_->position;
     }
     counts_.from_feed += out->size();
@@ -73,14 +74,6 @@ class FakeChangeSource final : public ChangeSource {
     std::lock_guard<std::mutex> lock(feed_->mutex);
     feed_->synced = feed_->acknowledged;
     return Status::Ok();
-  }
-
-  void Interrupt() override {
-    {
-      std::lock_guard<std::mutex> lock(feed_->mutex);
-      feed_->interrupted = true;
-    }
-    feed_->changed.notify_all();
   }
 
   ChangeSourceCounts counts() const override {

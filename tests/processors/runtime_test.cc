@@ -27,6 +27,7 @@
 #include "processors/processor_instance.h"
 #include "processors/processor_kind.h"
 #include "processors/processor_manager.h"
+#include "processors/source_pump.h"
 #include "processors/store_view_context.h"
 #include "storage/document_store.h"
 #include "storage/json_scan.h"
@@ -367,8 +368,8 @@ class RuntimeTest : public ::testing::Test {
       source = std::make_unique<CommitChangeSource>(
           store_.get(), CommitChangeSource::Options{ProcessorInstance::ConsumerName(name)});
     }
-    instances_.push_back(std::make_unique<ProcessorInstance>(store_.get(), std::move(config),
-                                                             std::move(*made), std::move(source)));
+    instances_.push_back(std::make_unique<ProcessorInstance>(
+        store_.get(), &pump_, std::move(config), std::move(*made), std::move(source)));
     Status s = instances_.back()->Start();
     EXPECT_TRUE(IsOk(s)) << "starting " << name;
     return s.ok() ? instances_.back().get() : nullptr;
@@ -509,6 +510,7 @@ class RuntimeTest : public ::testing::Test {
   Clock* clock_ = Clock::System();
   std::string dir_;
   std::unique_ptr<DocumentStore> store_;
+  SourcePump pump_;  // the daemon's one source thread; outlives the instances
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
 };
 
