@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
 #include "feed/retained_tail.h"
+#include "storage/commit_tail.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 
@@ -96,6 +98,9 @@ class Publisher::Impl {
     acked_to_store_ = start;
     resolved_sent_ = start;  // a marker only for what this run publishes
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
+    tail_ = std::make_unique<CommitTail>(store_);
+    tail_->Seek(next_);
+    tail_next_ = next_;
     thread_ = std::thread([this] {
       SetThreadName("feedd-publish");
       Run();
@@ -113,6 +118,7 @@ class Publisher::Impl {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    tail_.reset();  // queues nothing more
     DestroyProducer();
     SetState("stopped");
   }
@@ -436,11 +442,13 @@ class Publisher::Impl {
     bool produced_any = false;
     while (!rewind_ && inflight_messages_.load() < options_.max_inflight_messages &&
            inflight_bytes_.load() < options_.max_inflight_bytes && !Stopping()) {
-      FeedPage page;
-      FeedReadSpec spec;
-      spec.from = next_;
-      spec.limit = std::min(kReadBatch, options_.max_inflight_messages - inflight_messages_.load());
-      Status s = store_->ReadFeed(spec, &page);
+      // A rewind or a republish moved next_: the tail follows.
+      if (tail_next_ != next_) tail_->Seek(next_);
+      tail_next_ = next_;
+      std::vector<SharedChangeRecord> records;
+      Status s = tail_->Next(
+          std::min(kReadBatch, options_.max_inflight_messages - inflight_messages_.load()),
+          &records);
       if (!s.ok()) {
         // Cannot happen while the watermark holds; never skip silently.
         SetError("reading the change feed at LSN " + std::to_string(next_) + ": " + s.ToString());
@@ -448,12 +456,12 @@ class Publisher::Impl {
         Sleep(std::chrono::seconds(1));
         return;
       }
-      if (page.records.empty()) break;
-      for (const auto& record : page.records) {
-        Produce(record);
+      if (records.empty()) break;
+      for (const SharedChangeRecord& record : records) {
+        Produce(*record);
         produced_any = true;
       }
-      next_ = page.next;
+      next_ = tail_next_ = records.back()->lsn + 1;
     }
     rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
     AdvanceCheckpoint();
@@ -760,6 +768,10 @@ class Publisher::Impl {
   bool rewind_ = false;
   bool fatal_ = false;
   Lsn next_ = 1;
+  // The feed as the commit thread hands it over, read from the durable
+  // feed where it was not (start-up, a rewind, an overflow); at tail_next_.
+  std::unique_ptr<CommitTail> tail_;
+  Lsn tail_next_ = 1;
   Lsn published_ = 0;
   Lsn acked_to_store_ = 0;
   std::chrono::steady_clock::time_point last_ack_;

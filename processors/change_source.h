@@ -18,17 +18,12 @@
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <vector>
 
 #include "storage/change_record.h"
 #include "util/status.h"
 
 namespace feedd {
-
-// A record as a source hands it out: shared with the committed group (or
-// the feed page) it came in, which it keeps alive, not copied.
-using SharedChangeRecord = std::shared_ptr<const ChangeRecord>;
 
 // What a source has handed out, by where it came from.
 struct ChangeSourceCounts {

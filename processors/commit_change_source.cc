@@ -7,105 +7,22 @@ namespace {
 
 constexpr auto kRecordInterval = std::chrono::milliseconds(100);
 
-size_t BytesOf(const std::vector<ChangeRecord>& records) {
-  size_t bytes = 0;
-  for (const ChangeRecord& r : records) {
-    bytes += sizeof(ChangeRecord) + r.envelope_json.size() + r.container.size() +
-             r.partition_key.size() + r.id.size();
-  }
-  return bytes;
-}
-
 }  // namespace
 
 CommitChangeSource::CommitChangeSource(DocumentStore* store, Options options)
-    : store_(store), options_(std::move(options)) {
-  listener_ = store_->AddCommitListener([this](const CommittedChanges& r) { OnCommitted(r); });
-}
-
-CommitChangeSource::~CommitChangeSource() { store_->RemoveCommitListener(listener_); }
-
-void CommitChangeSource::OnCommitted(const CommittedChanges& records) {
-  const size_t bytes = BytesOf(*records);
-  std::function<void()> ready;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (records->back().lsn < next_) return;  // already read from the feed
-    if (queued_bytes_ + bytes > options_.max_queued_bytes && !queue_.empty()) {
-      ++overflowed_;  // the reader finds the gap and reads it from the feed
-    } else {
-      queue_.push_back(QueuedGroup{records, bytes});
-      queued_bytes_ += bytes;
-    }
-    ready = ready_;
-  }
-  if (ready) ready();
-}
+    : store_(store), options_(std::move(options)), tail_(store, options_.max_queued_bytes) {}
 
 void CommitChangeSource::SetReadyCallback(std::function<void()> ready) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ready_ = std::move(ready);
+  tail_.SetReadyCallback(std::move(ready));
 }
 
 void CommitChangeSource::Seek(Lsn from) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  next_ = from;
+  tail_.Seek(from);
   acknowledged_ = recorded_ = from > 0 ? from - 1 : 0;
 }
 
-void CommitChangeSource::PopFront() {
-  queued_bytes_ -= queue_.front().bytes;
-  queue_.pop_front();
-}
-
-void CommitChangeSource::TakeQueued(size_t max, std::vector<SharedChangeRecord>* out) {
-  const size_t before = out->size();
-  while (!queue_.empty() && queue_.front().records->back().lsn < next_) PopFront();
-  while (!queue_.empty() && out->size() < max) {
-    const CommittedChanges& records = queue_.front().records;
-    const std::vector<ChangeRecord>& group = *records;
-    if (group.front().lsn > next_) break;  // a gap: read from the feed
-    for (size_t i = next_ - group.front().lsn; i < group.size() && out->size() < max; ++i) {
-      out->emplace_back(records, &group[i]);  // shares the group
-    }
-    next_ = out->back()->lsn + 1;
-    if (group.back().lsn < next_) PopFront();
-  }
-  from_commits_ += out->size() - before;
-}
-
 Status CommitChangeSource::NextBatch(size_t max, std::vector<SharedChangeRecord>* out) {
-  out->clear();
-  while (out->size() < max) {
-    Lsn from = 0, before = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      TakeQueued(max, out);
-      // Not queued: behind the commit path, or a gap the queue skipped. The
-      // listener runs before the head moves, so a head at the position
-      // means the record is only in the feed; below it, everything
-      // committed is handed out.
-      if (out->size() == max || (queue_.empty() && store_->HeadLsn() < next_)) break;
-      from = next_;
-      before = queue_.empty() ? 0 : queue_.front().records->front().lsn;
-    }
-    auto page = std::make_shared<FeedPage>();
-    FeedReadSpec spec;
-    spec.from = from;
-    spec.limit = max - out->size();
-    if (before != 0) spec.limit = std::min<size_t>(spec.limit, before - from);
-    if (Status s = store_->ReadFeed(spec, page.get()); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const size_t read_before = out->size();
-    for (const ChangeRecord& r : page->records) {
-      if (r.lsn != next_) break;    // never past a gap (the feed has none below the head)
-      out->emplace_back(page, &r);  // shares the page
-      ++next_;
-    }
-    from_feed_ += out->size() - read_before;
-    if (out->size() == read_before) break;  // nothing there after all: no spinning
-  }
-  return Status::Ok();
+  return tail_.Next(max, out);
 }
 
 Status CommitChangeSource::Acknowledge(Lsn through) {

@@ -42,6 +42,9 @@ struct ChangeRecord {
 // The change records of one committed group, in LSN order and without gaps
 // (shared, read-only, by every listener).
 using CommittedChanges = std::shared_ptr<const std::vector<ChangeRecord>>;
+// One record as an in-process reader is handed it: shared with the
+// committed group (or the feed page) it came in, which it keeps alive.
+using SharedChangeRecord = std::shared_ptr<const ChangeRecord>;
 // Told of every group the commit thread made durable; runs on the commit
 // thread, so it must only hand the records on.
 using CommitListener = std::function<void(const CommittedChanges&)>;

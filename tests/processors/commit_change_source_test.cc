@@ -1,6 +1,7 @@
-// CommitChangeSource on a real DocumentStore: the records it hands out are
-// the durable feed's, in order and without gaps, whether they came from the
-// commit path or had to be read back (start-up, overflow).
+// CommitChangeSource, and the CommitTail under it, on a real DocumentStore:
+// the records they hand out are the durable feed's, in order and without
+// gaps, whether they came from the commit path or had to be read back
+// (start-up, overflow, a seek back).
 #include "processors/commit_change_source.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <future>
 #include <thread>
 
+#include "storage/commit_tail.h"
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
 #include "tests/blog_scenario.h"
@@ -188,6 +190,28 @@ TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
   ASSERT_EQ(batch.size(), 1u);
   EXPECT_EQ(batch[0]->id, "after");
   EXPECT_EQ(source.counts().in_process, before + 1);
+}
+
+// The publisher's rewind: a tail sought back reads what it had already
+// handed out again, from the durable feed, then goes on from the queue.
+TEST_F(CommitChangeSourceTest, ATailSoughtBackReadsTheFeedAgainThenTheQueue) {
+  CommitTail tail(store_.get());
+  tail.Seek(1);
+  for (int i = 0; i < 20; ++i) Post("p" + std::to_string(i));
+  std::vector<SharedChangeRecord> batch;
+  ASSERT_TRUE(tail.Next(1000, &batch).ok());
+  ASSERT_EQ(batch.size(), 20u);
+  EXPECT_EQ(tail.from_feed(), 0u);
+  tail.Seek(6);
+  Post("after");
+  std::vector<ChangeRecord> got;
+  while (got.empty() || got.back().lsn < store_->HeadLsn()) {
+    ASSERT_TRUE(tail.Next(4, &batch).ok());
+    ASSERT_FALSE(batch.empty());
+    for (const SharedChangeRecord& r : batch) got.push_back(*r);
+  }
+  ExpectSame(got, Feed(6));
+  EXPECT_EQ(tail.from_feed(), 15u);  // LSNs 6..20 again; 21 from the queue
 }
 
 // A position the feed no longer holds is an error, not an empty batch that
