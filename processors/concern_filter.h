@@ -2,7 +2,8 @@
 // only on items that match a filter (ProcessorKind::ConcernFilters: a view
 // of posts has nothing to do with a comment). Decided from the parsed change
 // (Concerns), or, before any parsing, from the record's text (MayConcern),
-// so the source thread neither parses nor hands over what no applier needs.
+// so the instance's turn on the source pump neither parses nor hands over
+// what no applier needs.
 //
 // The text test relies on what the commit path writes (storage/
 // change_record.h): an envelope `{"lsn":...}` whose missing images are

@@ -616,8 +616,8 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
   // write what it read after this check (a post's copy without the count
   // this change added); applied in order, this change would set it right.
   // A context per record: one kept for a batch would keep its answers for
-  // the batch, and unlike an applier's batch, the store changes under the
-  // source thread's.
+  // the batch, and unlike an applier's batch, the store changes under a
+  // turn's.
   bool AppliedAlready(const ChangeRecord& record, ViewContext& store_reads) {
     {
       std::lock_guard<std::mutex> lock(track_mutex_);

@@ -71,7 +71,7 @@ class ProcessorKind {
   // envelope) and from the current state read through `ctx`, without
   // parsing the record: a comment whose copy of its author's name is
   // already right, say. False whenever it cannot tell; the change then goes
-  // to an applier. The in-daemon runtime asks this on its source thread for
+  // to an applier. The in-daemon runtime asks this on the source pump for
   // a change its ConcernFilters() let through, and only while no earlier
   // change of the instance is still being applied, so `ctx` reads the state
   // Apply() would read in order; true counts the change as applied.
