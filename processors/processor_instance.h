@@ -2,7 +2,7 @@
 // ProcessorKind inside the daemon (docs/processors.md).
 //
 // Operation
-//   On its turns on a SourcePump (one thread for every instance), the
+//   On its turns on a SourcePump (in the daemon, a thread of its own), the
 //   instance takes changes from a ChangeSource - in the daemon a
 //   CommitChangeSource: in-process from the commit path, and from the
 //   durable feed for start-up and catch-up - and dispatches those of the

@@ -1,6 +1,7 @@
 #include "processors/processor_manager.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "processors/commit_change_source.h"
 #include "util/logging.h"
@@ -156,7 +157,6 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
   auto manager = std::make_unique<ProcessorManager>();
   manager->store_ = store;
   manager->admin_tasks_ = std::make_unique<AdminTasks>(std::max<size_t>(max_admin_tasks, 1));
-  manager->pump_ = std::make_unique<SourcePump>();
   for (auto& p : *parsed) {
     if (p.config.host != ProcessorHost::kDaemon) continue;  // run by feedd worker
     if (on_view_committed) {
@@ -166,8 +166,10 @@ Result<std::unique_ptr<ProcessorManager>> ProcessorManager::Create(
     }
     auto source = std::make_unique<CommitChangeSource>(
         store, CommitChangeSource::Options{ProcessorInstance::ConsumerName(p.config.name)});
+    manager->pumps_.push_back(std::make_unique<SourcePump>("src-" + p.config.name));
+    SourcePump* pump = manager->pumps_.back().get();
     manager->instances_.push_back(std::make_unique<ProcessorInstance>(
-        store, manager->pump_.get(), std::move(p.config), std::move(p.kind), std::move(source)));
+        store, pump, std::move(p.config), std::move(p.kind), std::move(source)));
   }
   return manager;
 }

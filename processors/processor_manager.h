@@ -75,8 +75,9 @@ class ProcessorManager {
 
  private:
   DocumentStore* store_ = nullptr;
-  // Before instances_: it outlives them.
-  std::unique_ptr<SourcePump> pump_;
+  // One per instance (docs/architecture.md, "Threads"). Before instances_:
+  // they outlive them.
+  std::vector<std::unique_ptr<SourcePump>> pumps_;
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
   // Before admin_tasks_: the tasks finish their jobs until they are joined.
   std::unique_ptr<JobRegistry> jobs_;

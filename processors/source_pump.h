@@ -1,5 +1,7 @@
-// SourcePump: the one thread that takes every in-daemon processor
-// instance's changes from its ChangeSource and hands them to its appliers.
+// SourcePump: a thread that takes in-daemon processor instances' changes
+// from their ChangeSources and hands them to their appliers. The daemon
+// gives each instance a pump of its own (ProcessorManager): one pump for
+// the three scenario processors fell behind during an import.
 //
 // Operation
 //   Each member (a ProcessorInstance) gets turns. A turn takes what the
@@ -8,9 +10,9 @@
 //   member a turn whenever it is woken (Wake(): a commit queued records for
 //   a source, an applier moved a watermark, an instance was resumed) and
 //   whenever a member's time comes, and sleeps in between. So one wake-up
-//   per committed group serves every instance, where a thread per instance
-//   woke once each; a member that is behind reads one batch of the durable
-//   feed per turn, and the others get theirs in between.
+//   per committed group serves every member; a member that is behind reads
+//   one batch of the durable feed per turn, and the others get theirs in
+//   between.
 //
 // Thread-safety
 //   All methods are thread-safe. Wake() is cheap and may be called from
@@ -45,7 +47,7 @@ class SourcePump {
   };
 
   // Starts the thread, named `thread_name`.
-  explicit SourcePump(const std::string& thread_name = "feedd-source");
+  explicit SourcePump(const std::string& thread_name);
   ~SourcePump();
 
   SourcePump(const SourcePump&) = delete;

@@ -510,7 +510,7 @@ class RuntimeTest : public ::testing::Test {
   Clock* clock_ = Clock::System();
   std::string dir_;
   std::unique_ptr<DocumentStore> store_;
-  SourcePump pump_;  // the daemon's one source thread; outlives the instances
+  SourcePump pump_{"test-source"};  // shared by the test's instances; outlives them
   std::vector<std::unique_ptr<ProcessorInstance>> instances_;
 };
 
