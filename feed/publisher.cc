@@ -99,8 +99,7 @@ class Publisher::Impl {
     resolved_sent_ = start;  // a marker only for what this run publishes
     if (Status cs = CreateProducer(); !cs.ok()) return cs;
     tail_ = std::make_unique<CommitTail>(store_);
-    tail_->Seek(next_);
-    tail_next_ = next_;
+    tail_->Seek(next_);  // queues nothing below where it starts
     thread_ = std::thread([this] {
       SetThreadName("feedd-publish");
       Run();
@@ -442,9 +441,9 @@ class Publisher::Impl {
     bool produced_any = false;
     while (!rewind_ && inflight_messages_.load() < options_.max_inflight_messages &&
            inflight_bytes_.load() < options_.max_inflight_bytes && !Stopping()) {
-      // A rewind or a republish moved next_: the tail follows.
-      if (tail_next_ != next_) tail_->Seek(next_);
-      tail_next_ = next_;
+      // Where a rewind or a republish moved next_, the tail follows (a seek
+      // to where it is changes nothing).
+      tail_->Seek(next_);
       std::vector<SharedChangeRecord> records;
       Status s = tail_->Next(
           std::min(kReadBatch, options_.max_inflight_messages - inflight_messages_.load()),
@@ -461,7 +460,7 @@ class Publisher::Impl {
         Produce(*record);
         produced_any = true;
       }
-      next_ = tail_next_ = records.back()->lsn + 1;
+      next_ = records.back()->lsn + 1;
     }
     rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
     AdvanceCheckpoint();
@@ -769,9 +768,8 @@ class Publisher::Impl {
   bool fatal_ = false;
   Lsn next_ = 1;
   // The feed as the commit thread hands it over, read from the durable
-  // feed where it was not (start-up, a rewind, an overflow); at tail_next_.
+  // feed where it was not (start-up, a rewind, an overflow).
   std::unique_ptr<CommitTail> tail_;
-  Lsn tail_next_ = 1;
   Lsn published_ = 0;
   Lsn acked_to_store_ = 0;
   std::chrono::steady_clock::time_point last_ack_;

@@ -1,7 +1,6 @@
 #include "processors/processor_manager.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "processors/commit_change_source.h"
 #include "util/logging.h"
