@@ -417,7 +417,8 @@ class WorkerTest(FeeddTestCase):
         deadline = time.monotonic() + 60
         while (w.metric("feedd_worker_parked_changes", "usernames") != 1 or
                client.read("posts", "p2", "p2")[2].get("userUsername") != "bobby"):
-            self.assertLess(time.monotonic(), deadline, "rename not parked/applied:\n" + w.logs())
+            self.assertLess(time.monotonic(), deadline, "rename not parked/applied; /v1/feed %r\n%s\n%s"
+                            % (client.feed_info(), w.logs(), self.daemon.logs()))
             time.sleep(0.05)
         self.assertIn("payload_too_large", w.logs())
         bootstrap = self.daemon.ready.get("kafka")
