@@ -50,8 +50,8 @@ Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(const std::st
   if (found.kept) return found;
   auto read = inner_->Read(container, partition_key, id);
   if (!read.ok()) return read.status();
-  auto items = std::make_shared<std::vector<boost::json::object>>();
-  if (*read) items->push_back(std::move(**read));
+  auto items = std::make_shared<std::vector<ViewReadMemo::Item>>();
+  if (*read) items->push_back(std::make_shared<const boost::json::object>(std::move(**read)));
   found.kept = items;
   item_memo_->Keep(key, *generation, std::move(items));
   return found;
@@ -61,14 +61,17 @@ Result<std::optional<boost::json::object>> StagedReadsViewContext::Read(
     const std::string& container, const std::string& partition_key, const std::string& id) {
   auto found = Find(container, partition_key, id);
   if (!found.ok()) return found.status();
-  if (found->staged != nullptr) return *found->staged;
+  if (found->staged != nullptr) {
+    if (!*found->staged) return std::optional<boost::json::object>();
+    return std::optional<boost::json::object>(**found->staged);
+  }
   if (found->from_change) {
     if (!found->change_image) return std::optional<boost::json::object>();
     return std::optional<boost::json::object>(*found->change_image);
   }
   if (found->kept) {
     if (found->kept->empty()) return std::optional<boost::json::object>();
-    return std::optional<boost::json::object>(found->kept->front());
+    return std::optional<boost::json::object>(*found->kept->front());
   }
   return std::move(found->inner);
 }
@@ -78,14 +81,11 @@ Result<ViewContext::SharedItem> StagedReadsViewContext::ReadShared(const std::st
                                                                    const std::string& id) {
   auto found = Find(container, partition_key, id);
   if (!found.ok()) return found.status();
-  if (found->staged != nullptr) {
-    if (!*found->staged) return SharedItem();
-    return SharedItem(std::make_shared<const boost::json::object>(**found->staged));
-  }
+  if (found->staged != nullptr) return *found->staged;
   if (found->from_change) return found->change_image;
   if (found->kept) {
     if (found->kept->empty()) return SharedItem();
-    return SharedItem(found->kept, &found->kept->front());  // shares the memo's answer
+    return found->kept->front();  // shares the memo's answer
   }
   if (!found->inner) return SharedItem();
   return SharedItem(std::make_shared<const boost::json::object>(std::move(*found->inner)));
@@ -117,7 +117,8 @@ Result<ViewQueryPage> StagedReadsViewContext::Query(const std::string& container
   auto state = Answer(container, spec);
   if (!state.ok()) return state.status();
   ViewQueryPage page;
-  page.items = *(*state)->items;
+  page.items.reserve((*state)->items->size());
+  for (const SharedItem& item : *(*state)->items) page.items.push_back(*item);
   return page;
 }
 
@@ -142,7 +143,7 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);
   if (!pk_pointer.ok()) return pk_pointer.status();
   QueryState state{container,    whole, *pk_pointer,
-                   std::nullopt, {},    std::make_shared<std::vector<boost::json::object>>()};
+                   std::nullopt, {},    std::make_shared<std::vector<SharedItem>>()};
   ViewReadMemo::Items stored;
   if (query_memo_ != nullptr && spec.partition_key) {
     // Read before the inner query's snapshot: a change in between makes the
@@ -151,38 +152,41 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
     if (state.generation) stored = query_memo_->Find(text, *state.generation);
   }
   if (stored == nullptr) {
-    auto items = QueryAll(*inner_, container, spec);
+    auto items = inner_->QueryAllShared(container, spec);
     if (!items.ok()) return items.status();
-    stored = std::make_shared<const std::vector<boost::json::object>>(std::move(*items));
+    stored = std::move(*items);
   }
   // The stored answer, with what is staged here in place of what it replaced.
   struct Row {
-    std::string key;  // QueryRowKey()
-    const boost::json::object* item;
+    std::string key;         // QueryRowKey()
+    const SharedItem* item;  // into `stored` or staged_
   };
   std::vector<Row> rows;
   rows.reserve(stored->size());
-  for (const auto& item : *stored) {
-    std::optional<std::string> pk = views::StringAt(item, state.pk_pointer);
-    const boost::json::value* id = item.if_contains("id");
+  auto first_staged = staged_.lower_bound(Key{container, "", ""});
+  const bool staged_here =
+      first_staged != staged_.end() && std::get<0>(first_staged->first) == container;
+  for (const SharedItem& item : *stored) {
+    std::optional<std::string> pk = views::StringAt(*item, state.pk_pointer);
+    const boost::json::value* id = item->if_contains("id");
     if (!pk || id == nullptr || !id->is_string()) continue;
     std::string id_text(id->get_string());
-    if (staged_.count(Key{container, *pk, id_text}) != 0) continue;  // superseded below
+    if (staged_here && staged_.count(Key{container, *pk, id_text}) != 0)
+      continue;  // superseded below
     rows.push_back({QueryRowKey(*pk, id_text), &item});
   }
   const size_t from_store = rows.size();
-  for (auto it = staged_.lower_bound(Key{container, "", ""});
-       it != staged_.end() && std::get<0>(it->first) == container; ++it) {
+  for (auto it = first_staged; it != staged_.end() && std::get<0>(it->first) == container; ++it) {
     const auto& [c_name, pk, id] = it->first;
     if (it->second && Selects(state, pk, *it->second)) {
-      rows.push_back({QueryRowKey(pk, id), &*it->second});
+      rows.push_back({QueryRowKey(pk, id), &it->second});
     }
   }
   // The stored answer is in the query's order already (and stays so with
   // rows taken out); only staged rows need their places.
   if (rows.size() > from_store) {
     std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-      return CompareRows(whole, *a.item, a.key, *b.item, b.key) < 0;
+      return CompareRows(whole, **a.item, a.key, **b.item, b.key) < 0;
     });
   }
   state.keys.reserve(rows.size());
@@ -203,7 +207,7 @@ bool StagedReadsViewContext::Selects(const QueryState& state, const std::string&
 void StagedReadsViewContext::Staged(const std::string& container, const std::string& partition_key,
                                     const std::string& id) {
   ++changes_[{container, partition_key}];
-  const std::optional<boost::json::object>& version = staged_.at(Key{container, partition_key, id});
+  const SharedItem& version = staged_.at(Key{container, partition_key, id});
   const std::string key = QueryRowKey(partition_key, id);
   for (auto& [text, state] : queries_) {
     if (state.container != container) continue;
@@ -211,9 +215,9 @@ void StagedReadsViewContext::Staged(const std::string& container, const std::str
     const bool selected = version && Selects(state, partition_key, *version);
     if (at == state.keys.end() && !selected) continue;
     if (state.items.use_count() > 1) {  // a caller holds the answer as it was
-      state.items = std::make_shared<std::vector<boost::json::object>>(*state.items);
+      state.items = std::make_shared<std::vector<SharedItem>>(*state.items);
     }
-    std::vector<boost::json::object>& items = *state.items;
+    std::vector<SharedItem>& items = *state.items;
     if (at != state.keys.end()) {
       items.erase(items.begin() + (at - state.keys.begin()));
       state.keys.erase(at);
@@ -221,11 +225,11 @@ void StagedReadsViewContext::Staged(const std::string& container, const std::str
     if (!selected) continue;
     size_t place = 0;
     while (place < items.size() &&
-           CompareRows(state.spec, items[place], state.keys[place], *version, key) <= 0) {
+           CompareRows(state.spec, *items[place], state.keys[place], *version, key) <= 0) {
       ++place;
     }
     state.keys.insert(state.keys.begin() + place, key);
-    items.insert(items.begin() + place, *version);
+    items.insert(items.begin() + place, version);
   }
 }
 
@@ -270,7 +274,8 @@ Status StagedReadsViewContext::Upsert(const std::string& container, boost::json:
   }
   std::string id_text(id->get_string());
   StripStoreProperties(staged);
-  staged_[Key{container, *pk, id_text}] = std::move(staged);
+  staged_[Key{container, *pk, id_text}] =
+      std::make_shared<const boost::json::object>(std::move(staged));
   Staged(container, *pk, id_text);
   return Status::Ok();
 }
@@ -298,7 +303,8 @@ Status StagedReadsViewContext::SetField(const std::string& container,
     staged_.erase(Key{container, partition_key, id});
     return Flush();
   }
-  staged_[Key{container, partition_key, id}] = std::move(item.as_object());
+  staged_[Key{container, partition_key, id}] =
+      std::make_shared<const boost::json::object>(std::move(item.as_object()));
   Staged(container, partition_key, id);
   return Status::Ok();
 }
@@ -306,7 +312,7 @@ Status StagedReadsViewContext::SetField(const std::string& container,
 Status StagedReadsViewContext::Delete(const std::string& container,
                                       const std::string& partition_key, const std::string& id) {
   if (Status s = inner_->Delete(container, partition_key, id); !s.ok()) return s;
-  staged_[Key{container, partition_key, id}] = std::nullopt;
+  staged_[Key{container, partition_key, id}] = nullptr;
   Staged(container, partition_key, id);
   return Status::Ok();
 }

@@ -96,9 +96,9 @@ class StagedReadsViewContext : public ViewContext {
     JsonPointer pk_pointer;
     std::optional<uint64_t> generation;  // of the partition when the inner answer was read
     std::vector<std::string> keys;       // QueryRowKey() of each item
-    // Shared with the callers of QueryAllShared(): copied before a change
-    // while they hold it.
-    std::shared_ptr<std::vector<boost::json::object>> items;
+    // Shared with the callers of QueryAllShared(): copied (its pointers)
+    // before a change while they hold it.
+    std::shared_ptr<std::vector<SharedItem>> items;
   };
 
   // Whether Query() of `container` with `spec` is answered here (Answer()),
@@ -110,7 +110,7 @@ class StagedReadsViewContext : public ViewContext {
   // Where Read() finds an item: a version staged here (`staged`), a kept one
   // (`kept`: the memo's answer, one item or none), or the inner context's.
   struct Found {
-    const std::optional<boost::json::object>* staged = nullptr;
+    const SharedItem* staged = nullptr;  // into staged_
     ViewReadMemo::Items kept;
     std::optional<boost::json::object> inner;
     // The applying change's after-image (null: deleted), when the item has
@@ -133,7 +133,7 @@ class StagedReadsViewContext : public ViewContext {
   ViewReadMemo* const item_memo_;
   const std::set<std::string>* const unkept_;  // containers whose reads are not kept
   const Change* applying_ = nullptr;
-  std::map<Key, std::optional<boost::json::object>> staged_;
+  std::map<Key, SharedItem> staged_;           // nullptr: deleted
   std::map<std::string, QueryState> queries_;  // by container and query
   // Changes made here since the last Flush(), by (container, partition key).
   std::map<std::pair<std::string, std::string>, uint64_t> changes_;

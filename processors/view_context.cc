@@ -29,7 +29,12 @@ Result<ViewContext::SharedItems> ViewContext::QueryAllShared(const std::string& 
                                                              const QuerySpec& spec) {
   auto items = QueryAll(*this, container, spec);
   if (!items.ok()) return items.status();
-  return SharedItems(std::make_shared<const std::vector<boost::json::object>>(std::move(*items)));
+  auto shared = std::make_shared<std::vector<SharedItem>>();
+  shared->reserve(items->size());
+  for (boost::json::object& item : *items) {
+    shared->push_back(std::make_shared<const boost::json::object>(std::move(item)));
+  }
+  return SharedItems(std::move(shared));
 }
 
 }  // namespace feedd

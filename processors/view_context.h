@@ -41,10 +41,12 @@ class ViewContext {
   // for change after change (a top_n view's members, the user of every
   // comment): a context that keeps answers (StagedReadsViewContext) hands
   // out what it keeps instead of a copy. An answer is a snapshot: writes
-  // staged after it do not change it. These defaults wrap what Read() and
-  // QueryAll() return (a decorator that overrides those sees every read).
+  // staged after it do not change it. A query's answer shares its items one
+  // by one, so an answer that differs from the last one by an item copies
+  // pointers, not items. These defaults wrap what Read() and QueryAll()
+  // return (a decorator that overrides those sees every read).
   using SharedItem = std::shared_ptr<const boost::json::object>;  // nullptr: not found
-  using SharedItems = std::shared_ptr<const std::vector<boost::json::object>>;
+  using SharedItems = std::shared_ptr<const std::vector<SharedItem>>;
   virtual Result<SharedItem> ReadShared(const std::string& container,
                                         const std::string& partition_key, const std::string& id);
   virtual Result<SharedItems> QueryAllShared(const std::string& container, const QuerySpec& spec);

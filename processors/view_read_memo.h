@@ -55,8 +55,10 @@ class ViewReadMemo {
   // is kept, which turns the memo off for it.
   using GenerationFn = std::function<std::optional<uint64_t>(
       const std::string& container, const std::string& partition_key, const std::string& id)>;
-  // An answer: the items of a query, or of a point read (none: not found).
-  using Items = std::shared_ptr<const std::vector<boost::json::object>>;
+  // An answer: the items of a query, or of a point read (none: not found),
+  // each shared on its own (ViewContext::SharedItems).
+  using Item = std::shared_ptr<const boost::json::object>;
+  using Items = std::shared_ptr<const std::vector<Item>>;
 
   ViewReadMemo(GenerationFn generation, Limits limits)
       : generation_(std::move(generation)), limits_(limits) {}
@@ -70,6 +72,7 @@ class ViewReadMemo {
   // kept for that generation.
   Items Find(const std::string& key, uint64_t generation);
   // Keeps `items` as the answer of `key` at `generation` (replacing any).
+  // Items it shares with the answer it replaces are not measured again.
   void Keep(const std::string& key, uint64_t generation, Items items);
   void Erase(const std::string& key);
 
@@ -79,9 +82,16 @@ class ViewReadMemo {
   uint64_t bytes() const { return bytes_.load(); }
 
   // What an answer of `items` kept for `key` is counted as.
-  static size_t EntryBytes(const std::string& key, const std::vector<boost::json::object>& items);
+  // Items shared with other answers count in each.
+  static size_t EntryBytes(const std::string& key, const std::vector<Item>& items);
+  // The same, from EntryBytes() of an answer `previous` of the same key:
+  // only the items that are not in both are measured.
+  static size_t EntryBytes(const std::vector<Item>& items, const std::vector<Item>& previous,
+                           size_t previous_bytes);
 
  private:
+  static size_t ItemBytes(const Item& item);
+
   struct Entry {
     std::string key;
     uint64_t generation;

@@ -332,7 +332,7 @@ class TopN : public ProcessorKind, public views::CopySettings {
     if (!answer.ok()) return answer.status();
     MemberList members{std::move(*answer), {}};
     members.best_first.reserve(members.answer->size());
-    for (const boost::json::object& m : *members.answer) members.best_first.push_back(&m);
+    for (const ViewContext::SharedItem& m : *members.answer) members.best_first.push_back(m.get());
     SortBestFirst(&members.best_first);
     return members;
   }

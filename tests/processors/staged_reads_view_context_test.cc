@@ -35,6 +35,19 @@ std::vector<std::string> Ids(const std::vector<object>& items) {
   return ids;
 }
 
+std::vector<std::string> Ids(const std::vector<ViewReadMemo::Item>& items) {
+  std::vector<std::string> ids;
+  for (const auto& i : items) ids.push_back(S(*i, "id"));
+  return ids;
+}
+
+// An answer for a ViewReadMemo: `n` copies of `item`.
+ViewReadMemo::Items Answer(size_t n, const object& item) {
+  auto items = std::make_shared<std::vector<ViewReadMemo::Item>>();
+  for (size_t i = 0; i < n; ++i) items->push_back(std::make_shared<const object>(item));
+  return items;
+}
+
 QuerySpec Ranked(std::optional<std::string> pk, bool descending = true) {
   QuerySpec q;
   q.partition_key = std::move(pk);
@@ -514,7 +527,7 @@ TEST(ViewReadMemoTest, AProcessorsItemMemoHoldsTheUsersOfAnSf1DataSet) {
                 {"_lsn", 17500492 + u},
                 {"_ts", 1764200000000},
                 {"_etag", "\"0000000001a0f3c9\""}};
-    memo.Keep(key(u), 1, std::make_shared<const std::vector<object>>(1, std::move(user)));
+    memo.Keep(key(u), 1, Answer(1, user));
   }
   int kept = 0;
   for (int u = 0; u < kUsers; ++u) kept += memo.Find(key(u), 1) != nullptr;
@@ -524,7 +537,7 @@ TEST(ViewReadMemoTest, AProcessorsItemMemoHoldsTheUsersOfAnSf1DataSet) {
 
 TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBytes) {
   auto items = [](size_t n, size_t text = 1) {
-    return std::make_shared<const std::vector<object>>(n, object{{"id", std::string(text, 'x')}});
+    return Answer(n, object{{"id", std::string(text, 'x')}});
   };
   const size_t one = ViewReadMemo::EntryBytes("q0", *items(1));
   const ViewReadMemo::Limits limits{4 * one, 3};
@@ -560,11 +573,35 @@ TEST(ViewReadMemoTest, KeepsTheRecentAnswersWithinItsBytes) {
   EXPECT_EQ(memo.bytes(), 0u);
 }
 
+// A query's new answer shares most of its items with the one it replaces:
+// they are not measured again, and the memo counts what measuring the new
+// answer afresh would.
+TEST(ViewReadMemoTest, AnAnswerSharingItemsWithTheLastIsCountedAsIfMeasuredAfresh) {
+  ViewReadMemo memo(
+      [](const std::string&, const std::string&, const std::string&) { return uint64_t{1}; },
+      ViewReadMemo::QueryLimits(1u << 20));
+  auto first = Answer(3, object{{"id", "kept"}});
+  memo.Keep("q", 1, first);
+  auto next = std::make_shared<std::vector<ViewReadMemo::Item>>(first->begin() + 1, first->end());
+  next->push_back(std::make_shared<const object>(object{{"id", std::string(300, 'n')}}));
+  next->push_back(std::make_shared<const object>(object{{"id", "new"}, {"tags", {1, 2, 3}}}));
+  memo.Keep("q", 2, next);
+  EXPECT_EQ(memo.bytes(), ViewReadMemo::EntryBytes("q", *next));
+  // ... and an answer that shares nothing, or has fewer items.
+  auto fewer = std::make_shared<std::vector<ViewReadMemo::Item>>(next->begin(), next->begin() + 2);
+  memo.Keep("q", 3, fewer);
+  EXPECT_EQ(memo.bytes(), ViewReadMemo::EntryBytes("q", *fewer));
+  auto other = Answer(2, object{{"id", "other"}});
+  memo.Keep("q", 4, other);
+  EXPECT_EQ(memo.bytes(), ViewReadMemo::EntryBytes("q", *other));
+  EXPECT_EQ(memo.Find("q", 4), other);
+}
+
 TEST(ViewReadMemoTest, NoBytesKeepsNothing) {
   ViewReadMemo memo(
       [](const std::string&, const std::string&, const std::string&) { return uint64_t{1}; },
       ViewReadMemo::ItemLimits(0));
-  memo.Keep("u", 1, std::make_shared<const std::vector<object>>(1, object{{"id", "u"}}));
+  memo.Keep("u", 1, Answer(1, object{{"id", "u"}}));
   EXPECT_EQ(memo.Find("u", 1), nullptr);
   EXPECT_EQ(memo.bytes(), 0u);
 }
