@@ -167,8 +167,11 @@ class TopN : public ProcessorKind, public views::CopySettings {
     for (const boost::json::object* m : members->best_first) {
       if (m->at("id").as_string() != change.id) ranked.push_back(m);
     }
-    ranked.push_back(&copy);
-    SortBestFirst(&ranked);
+    // They are best first: the copy takes its place among them (a new post
+    // is usually the first).
+    ranked.insert(std::find_if(ranked.begin(), ranked.end(),
+                               [&](const boost::json::object* m) { return Outranks(copy, *m); }),
+                  &copy);
     std::vector<std::string> evicted;
     for (size_t i = cap; i < ranked.size(); ++i) {
       evicted.emplace_back(ranked[i]->at("id").as_string());
@@ -265,11 +268,14 @@ class TopN : public ProcessorKind, public views::CopySettings {
                                                         : std::string_view(),
                        i});
     }
-    std::sort(ranks.begin(), ranks.end(), [](const Rank& a, const Rank& b) {
+    auto better = [](const Rank& a, const Rank& b) {
       int c = CompareJson(a.value, b.value);
       if (c != 0) return c > 0;
       return a.id > b.id;
-    });
+    };
+    // A view's members, as its query returns them, are in order already.
+    if (std::is_sorted(ranks.begin(), ranks.end(), better)) return;
+    std::sort(ranks.begin(), ranks.end(), better);
     std::vector<T> sorted;
     sorted.reserve(items->size());
     for (const Rank& r : ranks) sorted.push_back(std::move((*items)[r.index]));

@@ -1213,6 +1213,24 @@ TEST_F(FeedTest, HoldsExactlyTheTopCapByCreationDateWithTiesById) {
   EXPECT_TRUE(VerifyView(*kind_, ctx_).empty()) << Joined(VerifyView(*kind_, ctx_));
 }
 
+// A view holding more than its cap (the cap was lowered since it was
+// built) is trimmed to the best `cap` of its members and the new post, which
+// may itself fall outside them.
+TEST_F(FeedTest, AViewAboveItsCapIsTrimmedToTheBestWithTheNewPostInItsPlace) {
+  Make(5);
+  for (int i = 1; i <= 5; ++i) {
+    Apply(ctx_.Put("posts", Post("p" + std::to_string(i), "u1", "alice", Date(10 * i))));
+  }
+  ASSERT_EQ(FeedIds().size(), 5u);
+  Make(3);
+  Apply(ctx_.Put("posts", Post("p6", "u1", "alice", Date(15))));
+  EXPECT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p4", "p3"}));
+  EXPECT_EQ(FeedIds(), ExpectedIds());
+  Apply(ctx_.Put("posts", Post("p7", "u1", "alice", Date(45))));
+  EXPECT_EQ(FeedIds(), (std::vector<std::string>{"p5", "p7", "p4"}));
+  ExpectMembersAreCurrent();
+}
+
 TEST_F(FeedTest, HoldsExactlyTheHundredMostRecentOfMany) {
   Make(100);
   std::vector<int> dates(130);
