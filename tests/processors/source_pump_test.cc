@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -35,10 +36,17 @@ class CountingMember : public SourcePump::Member {
 
   // Waits until it has had `n` turns; false after kTimeout.
   bool WaitForTurns(int n) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, kTimeout, [&] { return turns_ >= n; });
+    return WaitUntil([&] { return turns_ >= n; });
   }
 
+  // Waits until `holds()` (evaluated under the member's lock, as due_ is)
+  // after a turn; false after kTimeout.
+  bool WaitUntil(const std::function<bool()>& holds) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, kTimeout, holds);
+  }
+
+  // Called in each turn, under the member's lock.
   std::function<Clock::time_point(int turn)> due_;
 
  private:
@@ -66,37 +74,26 @@ TEST(SourcePumpTest, EveryMemberGetsATurnWhenAddedAndAfterEachWake) {
 // one per instance, from the commit thread): a turn always follows the
 // last one, and sees what was made ready before it.
 TEST(SourcePumpTest, AWakeIsNeverLostUnderConcurrentWakes) {
-  class Watcher : public SourcePump::Member {
-   public:
-    Clock::time_point Turn() override {
-      std::lock_guard<std::mutex> lock(mutex);
-      seen = produced.load();
-      changed.notify_all();
-      return Clock::time_point::max();
-    }
-    std::atomic<int> produced{0};
-    std::mutex mutex;
-    std::condition_variable changed;
-    int seen = -1;
+  std::atomic<int> produced{0};
+  std::atomic<int> seen{-1};  // what the last turn saw
+  CountingMember w;
+  w.due_ = [&](int) {
+    seen = produced.load();
+    return Clock::time_point::max();
   };
   SourcePump pump("test-pump");
-  Watcher w;
   pump.Add(&w);
   constexpr int kPerThread = 20000;
   auto produce = [&] {
     for (int i = 0; i < kPerThread; ++i) {
-      ++w.produced;
+      ++produced;
       pump.Wake();
     }
   };
   std::thread a(produce), b(produce);
   a.join();
   b.join();
-  {
-    std::unique_lock<std::mutex> lock(w.mutex);
-    EXPECT_TRUE(w.changed.wait_for(lock, kTimeout, [&] { return w.seen == 2 * kPerThread; }))
-        << "the last turn saw " << w.seen;
-  }
+  EXPECT_TRUE(w.WaitUntil([&] { return seen == 2 * kPerThread; })) << "the last turn saw " << seen;
   pump.Remove(&w);
 }
 
