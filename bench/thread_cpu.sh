@@ -8,7 +8,9 @@
 # the scenario's write mix (driver.py wrk, closed loop, CONNS connections)
 # for SECONDS, and prints one JSON line: req/s, the daemon's CPU ms per
 # write, and CPU ms per write of each thread group (threads named as in
-# docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`).
+# docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`),
+# and the KiB the daemon had written to the disk per write (`write_bytes` of
+# /proc/PID/io: the WAL, flushes and compactions).
 # With COUNT=switches it counts voluntary context switches per write instead
 # (the keys then say so). Run two binaries in turns on the same DATA_DIR to
 # compare them.
@@ -33,8 +35,10 @@ else
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '/^voluntary_ctxt_switches/{print $2}' $t/status)"; done; }
 fi
 snap > "$W/t0"
+awk '/^write_bytes/{print $2}' /proc/$PID/io > "$W/io0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
+awk '/^write_bytes/{print $2}' /proc/$PID/io > "$W/io1"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W" "$COUNT" <<'PY'
 import json, sys, re, collections
@@ -53,6 +57,8 @@ writes = r["req_per_s"] * r["seconds"]
 tot = sum(t1.values()) - sum(t0.values())
 groups = {g: (t1[g] - t0.get(g, 0)) * per_tick / writes for g in t1}
 name = "cpu_ms" if count == "cpu" else "switches"
+disk = int(open(w + "/io1").read()) - int(open(w + "/io0").read())
 print(json.dumps({"req_per_s": round(r["req_per_s"]), name + "_per_write": round(tot * per_tick / writes, 4),
+                  "disk_kib_per_write": round(disk / 1024 / writes, 2),
                   "by_thread_" + unit + "_per_write": {g: round(v, 4) for g, v in sorted(groups.items(), key=lambda x: -x[1]) if v > floor}}))
 PY
