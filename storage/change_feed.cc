@@ -124,21 +124,22 @@ Status ChangeFeed::Read(const FeedReadSpec& spec, FeedPage* page) const {
         continue;
       }
     }
-    // The stored value holds the envelope plus a small header: a page that
-    // would pass max_bytes ends before this record, which the next starts with.
-    const uint64_t value_bytes = it->value().size();
-    if (spec.max_bytes != 0 && !page->records.empty() &&
-        page_bytes + value_bytes > spec.max_bytes) {
-      page->cut_by_bytes = true;
-      break;
-    }
-    page_bytes += value_bytes;
-    page->next = lsn + 1;
     ChangeRecord record;
     record.lsn = lsn;
     if (!kf::DecodeFeedValue(it->value().ToStringView(), &record)) {
       return Status(ErrorCode::kStorageError, "corrupt change record " + std::to_string(lsn));
     }
+    // Counted as handed out (a stored before-image may be a difference): a
+    // page that would pass max_bytes ends before this record, which the
+    // next starts with.
+    const uint64_t record_bytes = record.envelope_json.size();
+    if (spec.max_bytes != 0 && !page->records.empty() &&
+        page_bytes + record_bytes > spec.max_bytes) {
+      page->cut_by_bytes = true;
+      break;
+    }
+    page_bytes += record_bytes;
+    page->next = lsn + 1;
     page->records.push_back(std::move(record));
   }
   if (!it->status().ok()) return FromRocks(it->status(), ErrorCode::kStorageError, "read feed");

@@ -59,10 +59,11 @@ void AppendJsonString(std::string* out, std::string_view s) {
 }
 
 // `imported`: the change of a bulk import, marked "import": true.
+// *before_span: where the before-image is in the result.
 std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::string_view pk,
                      std::string_view id, uint64_t ts_ms, bool imported,
-                     std::optional<std::string_view> before,
-                     std::optional<std::string_view> after) {
+                     std::optional<std::string_view> before, std::optional<std::string_view> after,
+                     kf::ImageSpan* before_span) {
   std::string out;
   out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
   out += "{\"lsn\":";
@@ -79,7 +80,9 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   out += std::to_string(ts_ms);
   if (imported) out += ",\"import\":true";
   out += ",\"before\":";
+  before_span->offset = out.size();
   out += before ? *before : "null";
+  before_span->size = out.size() - before_span->offset;
   out += ",\"after\":";
   out += after ? *after : "null";
   out += '}';
@@ -629,9 +632,12 @@ class CommitPipeline::GroupBuilder {
   void AppendChange(const ContainerHandle& c, const std::string& pk, const std::string& id, Lsn lsn,
                     ChangeOp change_op, bool imported, std::optional<std::string_view> before,
                     std::optional<std::string_view> after) {
-    std::string envelope =
-        Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, imported, before, after);
-    std::string feed_value = kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope);
+    kf::ImageSpan before_span;
+    std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, imported, before,
+                                    after, &before_span);
+    std::string feed_value =
+        kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope,
+                      before && after ? std::optional<kf::ImageSpan>(before_span) : std::nullopt);
     feed_bytes_ += 8 + feed_value.size();
     batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
     size_t record = kNoRecord;

@@ -1,5 +1,6 @@
 #include "storage/key_format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -42,31 +43,42 @@ std::string MetaIndexBuiltKey(std::string_view container, std::string_view path)
   return key;
 }
 
-void PutLengthPrefixed(std::string* out, std::string_view s) {
-  uint64_t n = s.size();
+void PutVarint(std::string* out, uint64_t n) {
   while (n >= 0x80) {
     out->push_back(static_cast<char>((n & 0x7f) | 0x80));
     n >>= 7;
   }
   out->push_back(static_cast<char>(n));
-  out->append(s);
 }
 
-bool GetLengthPrefixed(std::string_view* in, std::string_view* s) {
-  uint64_t n = 0;
+bool GetVarint(std::string_view* in, uint64_t* n) {
+  uint64_t r = 0;
   size_t i = 0;
   for (int shift = 0; shift <= 63; shift += 7) {
     if (i >= in->size()) return false;
     uint8_t byte = static_cast<uint8_t>((*in)[i++]);
-    n |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    r |= static_cast<uint64_t>(byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) {
-      if (in->size() - i < n) return false;
-      *s = in->substr(i, n);
-      in->remove_prefix(i + n);
+      *n = r;
+      in->remove_prefix(i);
       return true;
     }
   }
   return false;
+}
+
+void PutLengthPrefixed(std::string* out, std::string_view s) {
+  PutVarint(out, s.size());
+  out->append(s);
+}
+
+bool GetLengthPrefixed(std::string_view* in, std::string_view* s) {
+  std::string_view rest = *in;
+  uint64_t n = 0;
+  if (!GetVarint(&rest, &n) || rest.size() < n) return false;
+  *s = rest.substr(0, n);
+  *in = rest.substr(n);
+  return true;
 }
 
 void PutU64(std::string* out, uint64_t v) {
@@ -195,16 +207,110 @@ bool DecodeFeedKey(std::string_view key, uint64_t* lsn) {
   return key.size() == 8 && GetU64(&key, lsn);
 }
 
+namespace {
+
+// The op byte's flag for a before-image stored as its difference from the
+// after-image (docs/storage-format.md, "Before-images as differences").
+constexpr uint8_t kBeforeAsDifference = 0x80;
+constexpr std::string_view kAfterMember = ",\"after\":";
+// A difference is stored only when it saves at least this many bytes.
+constexpr size_t kMinDifferenceSaving = 32;
+
+// The parts of an envelope around its before-image B, when the after-image A
+// follows B as the envelope's last member: head + B + `,"after":` + A + `}`.
+struct EnvelopeParts {
+  std::string_view head;    // up to B
+  std::string_view before;  // B
+  std::string_view tail;    // `,"after":` + A + `}`
+  std::string_view after;   // A
+};
+
+bool SplitAtBefore(std::string_view envelope, size_t before_offset, size_t before_size,
+                   EnvelopeParts* parts) {
+  if (before_offset > envelope.size() || envelope.size() - before_offset < before_size) {
+    return false;
+  }
+  std::string_view tail = envelope.substr(before_offset + before_size);
+  if (tail.size() < kAfterMember.size() + 1 || !tail.starts_with(kAfterMember) ||
+      tail.back() != '}') {
+    return false;
+  }
+  parts->head = envelope.substr(0, before_offset);
+  parts->before = envelope.substr(before_offset, before_size);
+  parts->tail = tail;
+  parts->after = tail.substr(kAfterMember.size(), tail.size() - kAfterMember.size() - 1);
+  return true;
+}
+
+void PutFeedHeader(std::string* out, uint64_t ts_ms, uint8_t op, std::string_view container,
+                   std::string_view partition_key, std::string_view id) {
+  PutU64(out, ts_ms);
+  out->push_back(static_cast<char>(op));
+  PutLengthPrefixed(out, container);
+  PutLengthPrefixed(out, partition_key);
+  PutLengthPrefixed(out, id);
+}
+
+// Rebuilds the envelope from `in` = varint(before_offset) + varint(prefix)
+// + varint(suffix) + lp(middle) + lp(the envelope without its before-image).
+bool RebuildEnvelope(std::string_view in, std::string* envelope) {
+  uint64_t before_offset = 0, prefix = 0, suffix = 0;
+  std::string_view middle, rest;
+  if (!GetVarint(&in, &before_offset) || !GetVarint(&in, &prefix) || !GetVarint(&in, &suffix) ||
+      !GetLengthPrefixed(&in, &middle) || !GetLengthPrefixed(&in, &rest) || !in.empty()) {
+    return false;
+  }
+  EnvelopeParts parts;
+  if (!SplitAtBefore(rest, before_offset, 0, &parts)) return false;
+  if (prefix > parts.after.size() || suffix > parts.after.size() - prefix) return false;
+  envelope->clear();
+  envelope->reserve(rest.size() + prefix + middle.size() + suffix);
+  envelope->append(parts.head);
+  envelope->append(parts.after.substr(0, prefix));
+  envelope->append(middle);
+  envelope->append(parts.after.substr(parts.after.size() - suffix));
+  envelope->append(parts.tail);
+  return true;
+}
+
+}  // namespace
+
 std::string FeedValue(uint64_t ts_ms, ChangeOp op, std::string_view container,
                       std::string_view partition_key, std::string_view id,
-                      std::string_view envelope_json) {
+                      std::string_view envelope_json, std::optional<ImageSpan> before) {
   std::string out;
+  EnvelopeParts parts;
+  if (before && op == ChangeOp::kReplace &&
+      SplitAtBefore(envelope_json, before->offset, before->size, &parts)) {
+    const size_t limit = std::min(parts.before.size(), parts.after.size());
+    const size_t prefix =
+        std::mismatch(parts.before.begin(), parts.before.begin() + limit, parts.after.begin())
+            .first -
+        parts.before.begin();
+    size_t suffix = 0;
+    while (suffix < limit - prefix && parts.before[parts.before.size() - 1 - suffix] ==
+                                          parts.after[parts.after.size() - 1 - suffix]) {
+      ++suffix;
+    }
+    if (prefix + suffix >= kMinDifferenceSaving) {
+      const std::string_view middle =
+          parts.before.substr(prefix, parts.before.size() - prefix - suffix);
+      out.reserve(48 + container.size() + partition_key.size() + id.size() + middle.size() +
+                  parts.head.size() + parts.tail.size());
+      PutFeedHeader(&out, ts_ms, static_cast<uint8_t>(op) | kBeforeAsDifference, container,
+                    partition_key, id);
+      PutVarint(&out, parts.head.size());
+      PutVarint(&out, prefix);
+      PutVarint(&out, suffix);
+      PutLengthPrefixed(&out, middle);
+      PutVarint(&out, parts.head.size() + parts.tail.size());
+      out.append(parts.head);
+      out.append(parts.tail);
+      return out;
+    }
+  }
   out.reserve(16 + container.size() + partition_key.size() + id.size() + envelope_json.size());
-  PutU64(&out, ts_ms);
-  out.push_back(static_cast<char>(op));
-  PutLengthPrefixed(&out, container);
-  PutLengthPrefixed(&out, partition_key);
-  PutLengthPrefixed(&out, id);
+  PutFeedHeader(&out, ts_ms, static_cast<uint8_t>(op), container, partition_key, id);
   out.append(envelope_json);
   return out;
 }
@@ -212,18 +318,25 @@ std::string FeedValue(uint64_t ts_ms, ChangeOp op, std::string_view container,
 bool DecodeFeedValue(std::string_view value, ChangeRecord* record) {
   std::string_view container, pk, id;
   if (!GetU64(&value, &record->ts_ms) || value.empty()) return false;
-  uint8_t op = static_cast<uint8_t>(value[0]);
+  const uint8_t op_byte = static_cast<uint8_t>(value[0]);
+  const uint8_t op = op_byte & ~kBeforeAsDifference;
   if (op < 1 || op > 3) return false;
+  const bool as_difference = (op_byte & kBeforeAsDifference) != 0;
+  if (as_difference && static_cast<ChangeOp>(op) != ChangeOp::kReplace) return false;
   value.remove_prefix(1);
   if (!GetLengthPrefixed(&value, &container) || !GetLengthPrefixed(&value, &pk) ||
       !GetLengthPrefixed(&value, &id)) {
     return false;
   }
+  if (as_difference) {
+    if (!RebuildEnvelope(value, &record->envelope_json)) return false;
+  } else {
+    record->envelope_json.assign(value);
+  }
   record->op = static_cast<ChangeOp>(op);
   record->container.assign(container);
   record->partition_key.assign(pk);
   record->id.assign(id);
-  record->envelope_json.assign(value);
   return true;
 }
 

@@ -14,7 +14,10 @@
 
 namespace feedd::key_format {
 
-inline constexpr std::string_view kFormatVersion = "1";
+// 2: a replace's before-image may be stored as its difference from the
+// after-image. A build refuses a database of a higher version.
+// Stored as decimal text.
+inline constexpr uint64_t kFormatVersion = 2;
 inline constexpr std::string_view kFeedColumnFamily = "feed";
 std::string ItemsColumnFamily(std::string_view container);
 std::string IndexColumnFamily(std::string_view container, std::string_view path);
@@ -31,6 +34,9 @@ std::string MetaParkedPrefix(std::string_view consumer);
 std::string MetaParkedKey(std::string_view consumer, uint64_t lsn);
 
 // ---- primitives ----
+void PutVarint(std::string* out, uint64_t n);
+// Reads a varint from the front of *in and advances it. False when malformed.
+bool GetVarint(std::string_view* in, uint64_t* n);
 void PutLengthPrefixed(std::string* out, std::string_view s);
 // Reads lp(s) from the front of *in and advances it. False when malformed.
 bool GetLengthPrefixed(std::string_view* in, std::string_view* s);
@@ -58,10 +64,21 @@ bool DecodeIndexKey(std::string_view key, std::string_view* encoded_value,
 // ---- change feed ----
 std::string FeedKey(uint64_t lsn);
 bool DecodeFeedKey(std::string_view key, uint64_t* lsn);
+// Where an image sits in an envelope: envelope.substr(offset, size).
+struct ImageSpan {
+  size_t offset = 0;
+  size_t size = 0;
+};
+// `before`: where a replace's before-image is in envelope_json (directly
+// followed by `,"after":` and the after-image, the envelope's last member).
+// When it shares enough of its bytes with the after-image, it is stored as
+// its difference from it ("Before-images as differences" in the spec).
 std::string FeedValue(uint64_t ts_ms, ChangeOp op, std::string_view container,
                       std::string_view partition_key, std::string_view id,
-                      std::string_view envelope_json);
-// Fills every field of *record but lsn. False when malformed.
+                      std::string_view envelope_json,
+                      std::optional<ImageSpan> before = std::nullopt);
+// Fills every field of *record but lsn; the envelope as it was written,
+// byte for byte. False when malformed.
 bool DecodeFeedValue(std::string_view value, ChangeRecord* record);
 
 // ---- parked changes (metadata) ----

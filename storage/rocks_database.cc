@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 
 #include "storage/info_log_file_system.h"
 #include "storage/key_format.h"
@@ -135,6 +136,7 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     database->containers_.push_back(std::move(c));
   }
 
+  if (Status st = database->CheckFormatVersion(); !st.ok()) return st;
   if (Status st = database->CheckAndRecordContainers(names); !st.ok()) return st;
   // Drop index families that are no longer configured.
   for (size_t i = 0; i < names.size(); ++i) {
@@ -161,6 +163,22 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   if (Status st = database->BuildMissingIndexes(); !st.ok()) return st;
   if (Status st = database->LoadFeedMetadata(); !st.ok()) return st;
   return database;
+}
+
+Status RocksDatabase::CheckFormatVersion() {
+  std::string stored;
+  auto s = db_->Get(rocksdb::ReadOptions(), kf::kMetaFormatVersion, &stored);
+  if (s.IsNotFound()) return Status::Ok();  // a new database
+  if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "read format_version");
+  uint64_t version = 0;
+  const auto [end, ec] = std::from_chars(stored.data(), stored.data() + stored.size(), version);
+  if (ec != std::errc() || end != stored.data() + stored.size() || version > kf::kFormatVersion) {
+    return Status(ErrorCode::kStorageError, "the data directory is in storage format '" + stored +
+                                                "', newer than this build of feedd reads (" +
+                                                std::to_string(kf::kFormatVersion) +
+                                                "); run the feedd that wrote it");
+  }
+  return Status::Ok();
 }
 
 Status RocksDatabase::CheckAndRecordContainers(const std::vector<std::string>& names) {
@@ -192,7 +210,7 @@ Status RocksDatabase::CheckAndRecordContainers(const std::vector<std::string>& n
     if (!s.ok() && !s.IsNotFound()) return FromRocks(s, ErrorCode::kStorageError, "read metadata");
     batch.Put(kf::MetaContainerKey(c.spec.name), c.spec.partition_key_path);
   }
-  batch.Put(kf::kMetaFormatVersion, kf::kFormatVersion);
+  batch.Put(kf::kMetaFormatVersion, std::to_string(kf::kFormatVersion));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   auto s = db_->Write(wo, &batch);

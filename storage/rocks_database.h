@@ -59,6 +59,8 @@ class RocksDatabase {
  private:
   RocksDatabase() = default;
   // `names` are the opened families, in handles_ order.
+  // Refuses a database written in a newer format than this build reads.
+  Status CheckFormatVersion();
   Status CheckAndRecordContainers(const std::vector<std::string>& names);
   Status BuildMissingIndexes();
   Status LoadFeedMetadata();

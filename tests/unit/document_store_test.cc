@@ -2448,6 +2448,133 @@ TEST_F(StoreTest, CommittedRecordsCarryTheirItemsGenerationAfterEachChange) {
   for (const ChangeRecord& record : page.records) EXPECT_EQ(record.item_generation, 0u);
 }
 
+// A replace's before-image is stored as its difference from the after-image
+// (docs/storage-format.md): what the durable feed hands out, after a reopen
+// too, is what the commit path handed its listeners, byte for byte.
+TEST_F(StoreTest, TheDurableFeedRebuildsEveryEnvelopeTheCommitPathHandedOut) {
+  std::mutex mu;
+  std::vector<ChangeRecord> handed;
+  const uint64_t token = store_->AddCommitListener([&](const CommittedChanges& records) {
+    std::lock_guard<std::mutex> lock(mu);
+    handed.insert(handed.end(), records->begin(), records->end());
+  });
+  const std::string content(500, 'c');
+  auto post = [&](int comments) {
+    return R"({"id":"p1","postId":"p1","content":")" + content + R"(","commentCount":)" +
+           std::to_string(comments) + "}";
+  };
+  ASSERT_TRUE(IsOk(Create("posts", post(0)).status));
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(IsOk(Upsert("posts", post(i)).status));
+  ASSERT_TRUE(IsOk(
+      Patch("posts", "p1", "p1", R"([{"op":"incr","path":"/commentCount","value":1}])").status));
+  ASSERT_TRUE(IsOk(Upsert("posts", R"({"id":"p1","postId":"p1","short":true})").status));
+  ASSERT_TRUE(IsOk(Delete("posts", "p1", "p1").status));
+  store_->RemoveCommitListener(token);
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(handed.size(), 7u);
+  }
+  auto same_as_handed = [&](const std::vector<ChangeRecord>& read) {
+    ASSERT_EQ(read.size(), handed.size());
+    for (size_t i = 0; i < read.size(); ++i) {
+      EXPECT_EQ(read[i].envelope_json, handed[i].envelope_json) << "LSN " << read[i].lsn;
+      EXPECT_EQ(read[i].op, handed[i].op);
+    }
+  };
+  same_as_handed(Feed(1));
+  CloseStore();
+  {
+    // The four replaces that kept the content are stored as differences.
+    Result<std::unique_ptr<RocksDatabase>> db = RocksDatabase::Open(Options());
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    size_t stored_bytes = 0, envelope_bytes = 0;
+    for (Lsn lsn = 2; lsn <= 5; ++lsn) {
+      std::string value;
+      ASSERT_TRUE((*db)
+                      ->db()
+                      ->Get(rocksdb::ReadOptions(), (*db)->feed(), key_format::FeedKey(lsn), &value)
+                      .ok());
+      stored_bytes += value.size();
+      envelope_bytes += handed[lsn - 1].envelope_json.size();
+    }
+    EXPECT_LT(stored_bytes, envelope_bytes - 4 * content.size());
+  }
+  ASSERT_NO_FATAL_FAILURE(OpenStore(Options()));
+  same_as_handed(Feed(1));
+}
+
+// A change stored before format 2 (its before-image whole) reads as written.
+TEST_F(StoreTest, AFormatOneRecordReadsAsItWasWritten) {
+  ASSERT_TRUE(IsOk(Create("users", R"({"id":"u1","userId":"u1","name":"A"})").status));
+  const std::vector<ChangeRecord> written = Feed(1);
+  ASSERT_EQ(written.size(), 1u);
+  CloseStore();
+  const std::string envelope =
+      R"({"lsn":2,"op":"replace","container":"users","partitionKey":"u1","id":"u1","ts":5,)"
+      R"("before":{"id":"u1","userId":"u1","name":"A long name that both images share"},)"
+      R"("after":{"id":"u1","userId":"u1","name":"A long name that both images share!"}})";
+  {
+    Result<std::unique_ptr<RocksDatabase>> db = RocksDatabase::Open(Options());
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    rocksdb::WriteBatch batch;
+    batch.Put((*db)->feed(), key_format::FeedKey(2),
+              key_format::FeedValue(5, ChangeOp::kReplace, "users", "u1", "u1", envelope));
+    batch.Put((*db)->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(2));
+    ASSERT_TRUE((*db)->db()->Write(rocksdb::WriteOptions(), &batch).ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(OpenStore(Options()));
+  const std::vector<ChangeRecord> read = Feed(1);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].envelope_json, written[0].envelope_json);
+  EXPECT_EQ(read[1].envelope_json, envelope);
+}
+
+TEST_F(StoreTest, OpenRefusesADatabaseOfANewerFormat) {
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"p1","postId":"p1"})").status));
+  CloseStore();
+  // Through RocksDB itself: RocksDatabase::Open refuses what this writes.
+  auto set_version = [&](std::string_view version) {
+    const std::string dir = Options().data_dir;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const std::string& name : names)
+      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const rocksdb::Status put =
+        db->Put(rocksdb::WriteOptions(), key_format::kMetaFormatVersion, std::string(version));
+    for (rocksdb::ColumnFamilyHandle* handle : handles) db->DestroyColumnFamilyHandle(handle);
+    ASSERT_TRUE(put.ok()) << put.ToString();
+  };
+  for (std::string_view version : {"3", "x", "2x"}) {
+    SCOPED_TRACE(version);
+    ASSERT_NO_FATAL_FAILURE(set_version(version));
+    Result<std::unique_ptr<DocumentStore>> r = DocumentStore::Open(Options());
+    ASSERT_FALSE(r.ok()) << "opened a database of format " << version;
+    EXPECT_NE(r.status().message().find("storage format '" + std::string(version) + "'"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+  // Format 1 opens, and is marked 2.
+  ASSERT_NO_FATAL_FAILURE(set_version("1"));
+  ASSERT_NO_FATAL_FAILURE(OpenStore(Options()));
+  EXPECT_EQ(S(MustRead("posts", "p1", "p1").at("id")), "p1");
+  CloseStore();
+  Result<std::unique_ptr<RocksDatabase>> db = RocksDatabase::Open(Options());
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  std::string stored;
+  ASSERT_TRUE(
+      (*db)
+          ->db()
+          ->Get(rocksdb::ReadOptions(), (*db)->meta(), key_format::kMetaFormatVersion, &stored)
+          .ok());
+  EXPECT_EQ(stored, "2");
+}
+
 // Whatever the interleaving, a query started after a write was acknowledged
 // sees it: a kept answer is never older than an acknowledged write.
 TEST_F(StoreTest, ACachedAnswerNeverMissesAnAcknowledgedWrite) {
