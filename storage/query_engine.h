@@ -1,5 +1,7 @@
-// QueryEngine: runs a QuerySpec against one container on a consistent
-// RocksDB snapshot and accounts for what it read (docs/api.md, "Query").
+// QueryEngine: runs a QuerySpec against one container on a consistent view
+// of RocksDB and accounts for what it read (docs/api.md, "Query"). A scan of
+// items reads through one iterator, consistent by itself; an index scan
+// takes a snapshot to read the items of its entries as of the same point.
 //
 // Access paths, in order of preference: a scan of one logical partition
 // (partitionKey given), a secondary-index lookup (the first filter on an
