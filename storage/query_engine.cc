@@ -1,10 +1,7 @@
 #include "storage/query_engine.h"
 
-#include <rocksdb/snapshot.h>
-
 #include <algorithm>
 #include <boost/json.hpp>
-#include <optional>
 #include <unordered_set>
 
 #include "storage/json_scan.h"
@@ -163,16 +160,7 @@ class QueryRun {
   }
 
   Status ScanItems(const std::string& prefix) { return Scan(c_.items, prefix, false); }
-  // An item scan reads through one iterator, which is consistent by itself.
-  // An index scan reads items as of its index entries, so it takes a
-  // snapshot; only it, because releasing one makes RocksDB 7.8 rewrite every
-  // bottommost file whose sequence numbers it has not zeroed (the feed's,
-  // which reach the last level by trivial moves).
-  Status ScanIndex(const std::string& prefix) {
-    snapshot_.emplace(db_->db());
-    read_options_.snapshot = snapshot_->snapshot();
-    return Scan(index_->cf, prefix, true);
-  }
+  Status ScanIndex(const std::string& prefix) { return Scan(index_->cf, prefix, true); }
 
   // Visits the keys under `prefix` of `cf` (items, or index entries whose
   // items are then read), resuming after an unordered continuation.
@@ -181,7 +169,7 @@ class QueryRun {
     // over what follows it (deleted keys included).
     const std::string upper = PrefixSuccessor(prefix);
     const rocksdb::Slice upper_slice(upper);
-    rocksdb::ReadOptions options = read_options_;
+    rocksdb::ReadOptions options;
     if (!upper.empty()) options.iterate_upper_bound = &upper_slice;
     std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(options, cf));
     std::string seek = SeekKey(prefix, index_scan);
@@ -202,8 +190,8 @@ class QueryRun {
       result_.cost.bytes_read += key.size();
       if (Status s = CheckBudget(); !s.ok()) return s;
       std::string_view item_key = key.substr(prefix.size());
-      auto s = db_->db()->Get(read_options_, c_.items, item_key, &value);
-      if (s.IsNotFound()) continue;  // cannot happen on a snapshot; tolerate it
+      auto s = db_->db()->Get(rocksdb::ReadOptions(), c_.items, item_key, &value);
+      if (s.IsNotFound()) continue;  // deleted since the iterator was made
       if (!s.ok()) return FromRocks(s, ErrorCode::kStorageError, "query index lookup");
       if (Status st = Visit(item_key, value); !st.ok()) return st;
     }
@@ -425,8 +413,6 @@ class QueryRun {
   const ContainerHandle& c_;
   const QuerySpec& spec_;
   const Continuation cont_;
-  std::optional<rocksdb::ManagedSnapshot> snapshot_;  // index scans only
-  rocksdb::ReadOptions read_options_;
   const IndexHandle* index_ = nullptr;
   std::vector<std::string> members_;      // top-level members the query reads
   std::vector<MemberPath> filter_paths_;  // one per filter

@@ -1,7 +1,10 @@
-// QueryEngine: runs a QuerySpec against one container on a consistent view
-// of RocksDB and accounts for what it read (docs/api.md, "Query"). A scan of
-// items reads through one iterator, consistent by itself; an index scan
-// takes a snapshot to read the items of its entries as of the same point.
+// QueryEngine: runs a QuerySpec against one container and accounts for what
+// it read (docs/api.md, "Query"). A query reads through one RocksDB
+// iterator, a consistent view of the point it was made; an index scan then
+// reads each entry's item as it is when read, and checks the filters on it.
+// No query takes an explicit snapshot: in RocksDB 7.8 releasing one has
+// every bottommost file whose sequence numbers are not zeroed rewritten
+// (the change feed's reach the last level by trivial moves).
 //
 // Access paths, in order of preference: a scan of one logical partition
 // (partitionKey given), a secondary-index lookup (the first filter on an
