@@ -35,10 +35,10 @@ else
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '/^voluntary_ctxt_switches/{print $2}' $t/status)"; done; }
 fi
 snap > "$W/t0"
-awk '/^write_bytes/{print $2}' /proc/$PID/io > "$W/io0"
+awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
-awk '/^write_bytes/{print $2}' /proc/$PID/io > "$W/io1"
+awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W" "$COUNT" <<'PY'
 import json, sys, re, collections
