@@ -41,9 +41,14 @@ echo "# $COMMAND"
 echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
 
 tasks() {  # name run_ns wait_ns, one line per thread of $1
+  local t name stat
   for t in /proc/"$1"/task/*; do
-    echo "$(tr ' ' '_' < "$t/comm") $(cut -d' ' -f1,2 "$t/schedstat")" 2>/dev/null || true
+    # A thread that ends meanwhile (an applier going idle) is left out.
+    name=$(tr ' ' '_' 2>/dev/null < "$t/comm") || continue
+    stat=$(cut -d' ' -f1,2 "$t/schedstat" 2>/dev/null) || continue
+    [ -n "$name" ] && [ -n "$stat" ] && echo "$name $stat"
   done
+  return 0
 }
 
 one() {  # BUILD
