@@ -15,12 +15,8 @@ BIN=$1 SNAP=$2 SECS=$3 KEYS=${4:-keys.txt} SF=${5:-0.01}
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${WORK:-/tmp}/feedd-compactions.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-cp -a "$SNAP" "$W/data"
-"$BIN" --data-dir "$W/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --ready-file "$W/ready.json" --storage.sync=true > "$W/log" 2>&1 &
-PID=$!
-for _ in $(seq 300); do [[ -s "$W/ready.json" ]] && break; sleep 0.1; done
-API=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$W/ready.json")
-MET=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["metrics"])' "$W/ready.json")
+. "$HERE/daemon_common.sh"
+start_on_copy "$BIN" "$SNAP" "$W"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns 8 --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" 2>&1 | grep "wrk write"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W/data/LOG" <<'PY'

@@ -22,12 +22,8 @@ BIN=$1 SNAP=$2 SECS=$3 CONNS=$4 KEYS=${5:-keys.txt} SF=${6:-0.01}
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${WORK:-/tmp}/feedd-thread-cpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-cp -a "$SNAP" "$W/data"
-"$BIN" --data-dir "$W/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --ready-file "$W/ready.json" --storage.sync=true > "$W/log" 2>&1 &
-PID=$!
-for _ in $(seq 300); do [[ -s "$W/ready.json" ]] && break; sleep 0.1; done
-API=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$W/ready.json")
-MET=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["metrics"])' "$W/ready.json")
+. "$HERE/daemon_common.sh"
+start_on_copy "$BIN" "$SNAP" "$W"
 /usr/bin/python3 "$HERE/scenario/driver.py" settle --api "$API" --metrics "$MET" >/dev/null
 if [[ $COUNT == cpu ]]; then  # utime + stime, in ticks of 10 ms
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '{print $14+$15}' $t/stat)"; done; }

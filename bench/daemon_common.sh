@@ -1,0 +1,16 @@
+# shellcheck shell=bash disable=SC2034  # sets PID, API and MET for the caller
+# daemon_common.sh: what the write-mix benchmarks on a copied data set share
+# (thread_cpu.sh, compactions.sh); sourced, not run.
+
+# start_on_copy BIN DATA_DIR WORK: BIN on a fresh copy of DATA_DIR in
+# WORK/data, durable, on the embedded defaults and loopback ports; sets PID,
+# API and MET (the metrics address) once it is ready. Its log: WORK/log.
+start_on_copy() {
+  cp -a "$2" "$3/data"
+  "$1" --data-dir "$3/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --ready-file "$3/ready.json" --storage.sync=true > "$3/log" 2>&1 &
+  PID=$!
+  for _ in $(seq 300); do [[ -s "$3/ready.json" ]] && break; sleep 0.1; done
+  API=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$3/ready.json")
+  MET=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["metrics"])' "$3/ready.json")
+}
