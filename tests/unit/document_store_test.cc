@@ -79,6 +79,35 @@ FieldFilter Eq(std::string_view pointer, json::value value) {
   return FieldFilter{Ptr(pointer), std::move(value)};
 }
 
+// The records the commit path hands its listeners, from construction until
+// Stop() (which returns them).
+class HandedRecords {
+ public:
+  explicit HandedRecords(DocumentStore* store)
+      : store_(store), token_(store->AddCommitListener([this](const CommittedChanges& records) {
+          std::lock_guard<std::mutex> lock(mu_);
+          records_.insert(records_.end(), records->begin(), records->end());
+        })) {}
+  HandedRecords(const HandedRecords&) = delete;
+  HandedRecords& operator=(const HandedRecords&) = delete;
+  ~HandedRecords() {
+    if (store_ != nullptr) store_->RemoveCommitListener(token_);
+  }
+
+  std::vector<ChangeRecord> Stop() {
+    store_->RemoveCommitListener(token_);
+    store_ = nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    return records_;
+  }
+
+ private:
+  DocumentStore* store_;
+  std::mutex mu_;
+  std::vector<ChangeRecord> records_;
+  const uint64_t token_;  // after mu_ and records_, which the listener uses
+};
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(OpenStore(Options())); }
@@ -2422,19 +2451,13 @@ TEST_F(StoreTest, AnItemGenerationCountsTheChangesToTheItemOnly) {
 // next one, and the last is the item's generation once the write returned.
 // Records read back from the feed do not know it.
 TEST_F(StoreTest, CommittedRecordsCarryTheirItemsGenerationAfterEachChange) {
-  std::mutex mu;
-  std::vector<ChangeRecord> handed;
-  const uint64_t token = store_->AddCommitListener([&](const CommittedChanges& records) {
-    std::lock_guard<std::mutex> lock(mu);
-    handed.insert(handed.end(), records->begin(), records->end());
-  });
+  HandedRecords listener(store_.get());
   std::vector<WriteOp> ops;
   ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", R"({"id":"a","postId":"p1"})")));
   ops.push_back(ItemOp(WriteOpKind::kReplace, Item("posts", R"({"id":"a","postId":"p1","n":1})")));
   ops.push_back(ItemOp(WriteOpKind::kCreate, Item("posts", R"({"id":"b","postId":"p1"})")));
   ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
-  store_->RemoveCommitListener(token);
-  std::lock_guard<std::mutex> lock(mu);
+  const std::vector<ChangeRecord> handed = listener.Stop();
   ASSERT_EQ(handed.size(), 3u);
   EXPECT_EQ(handed[1].item_generation, handed[0].item_generation + 1);
   EXPECT_EQ(handed[1].item_generation, store_->ItemGeneration("posts", "p1", "a").value_or(0));
@@ -2452,12 +2475,7 @@ TEST_F(StoreTest, CommittedRecordsCarryTheirItemsGenerationAfterEachChange) {
 // (docs/storage-format.md): what the durable feed hands out, after a reopen
 // too, is what the commit path handed its listeners, byte for byte.
 TEST_F(StoreTest, TheDurableFeedRebuildsEveryEnvelopeTheCommitPathHandedOut) {
-  std::mutex mu;
-  std::vector<ChangeRecord> handed;
-  const uint64_t token = store_->AddCommitListener([&](const CommittedChanges& records) {
-    std::lock_guard<std::mutex> lock(mu);
-    handed.insert(handed.end(), records->begin(), records->end());
-  });
+  HandedRecords listener(store_.get());
   const std::string content(500, 'c');
   auto post = [&](int comments) {
     return R"({"id":"p1","postId":"p1","content":")" + content + R"(","commentCount":)" +
@@ -2469,12 +2487,8 @@ TEST_F(StoreTest, TheDurableFeedRebuildsEveryEnvelopeTheCommitPathHandedOut) {
       Patch("posts", "p1", "p1", R"([{"op":"incr","path":"/commentCount","value":1}])").status));
   ASSERT_TRUE(IsOk(Upsert("posts", R"({"id":"p1","postId":"p1","short":true})").status));
   ASSERT_TRUE(IsOk(Delete("posts", "p1", "p1").status));
-  store_->RemoveCommitListener(token);
-
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    ASSERT_EQ(handed.size(), 7u);
-  }
+  const std::vector<ChangeRecord> handed = listener.Stop();
+  ASSERT_EQ(handed.size(), 7u);
   auto same_as_handed = [&](const std::vector<ChangeRecord>& read) {
     ASSERT_EQ(read.size(), handed.size());
     for (size_t i = 0; i < read.size(); ++i) {
