@@ -637,7 +637,7 @@ class CommitPipeline::GroupBuilder {
                                     after, &before_span);
     std::string feed_value =
         kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope,
-                      before && after ? std::optional<kf::ImageSpan>(before_span) : std::nullopt);
+                      before ? std::optional<kf::ImageSpan>(before_span) : std::nullopt);
     feed_bytes_ += 8 + feed_value.size();
     batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
     size_t record = kNoRecord;
