@@ -146,7 +146,7 @@ Result<StagedReadsViewContext::QueryState*> StagedReadsViewContext::Answer(
                    std::nullopt, {},    std::make_shared<std::vector<SharedItem>>()};
   ViewReadMemo::Items stored;
   if (query_memo_ != nullptr && spec.partition_key) {
-    // Read before the inner query's snapshot: a change in between makes the
+    // Read before the inner query's iterator: a change in between makes the
     // generation look older than the answer, which only costs a miss.
     state.generation = query_memo_->Generation(container, *spec.partition_key);
     if (state.generation) stored = query_memo_->Find(text, *state.generation);

@@ -87,7 +87,7 @@ class RocksDocumentStore final : public DocumentStore {
       return result;
     }
     const uint64_t generation =
-        cache_.Generation(index, *spec.partition_key);  // before the snapshot
+        cache_.Generation(index, *spec.partition_key);  // before the query's iterator
     Result<QueryResult> result = RunQuery(*c, spec, spent);
     if (result.ok()) cache_.Insert(std::move(key), index, *spec.partition_key, generation, *result);
     return result;

@@ -10,7 +10,8 @@
 //   A request's callback runs only after that write returned, so an
 //   acknowledged write is durable (sync=true) and its change records are
 //   readable. LSN order is commit order, and readers never see a gap.
-//   Reads and queries run on the caller's thread against RocksDB snapshots.
+//   Reads and queries run on the caller's thread, each query through one
+//   RocksDB iterator (storage/query_engine.h).
 //
 // Concurrency
 //   All methods are thread-safe. Submit() never blocks on I/O; Write() is

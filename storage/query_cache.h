@@ -8,8 +8,8 @@
 // partition for each change a group made to it, after RocksDB made the group
 // visible and before the writes are acknowledged (so a writer that knows how
 // many changes it made can tell whether anyone else wrote too:
-// DocumentStore::PartitionGeneration); a query reads the counter before it takes its
-// snapshot, and its answer is kept with that value. An answer is served only
+// DocumentStore::PartitionGeneration); a query reads the counter before it makes its
+// iterator (the view it reads), and its answer is kept with that value. An answer is served only
 // while its counter is unchanged, so it is never older than a write that was
 // acknowledged before the query started (partitions sharing a counter only
 // cost extra misses). Cross-partition queries are not cached.
@@ -42,7 +42,7 @@ class QueryCache {
   // The key of a single-partition query of container `container_index`.
   static std::string Key(size_t container_index, const QuerySpec& spec);
 
-  // Read before the query's snapshot is taken.
+  // Read before the query makes its iterator.
   uint64_t Generation(size_t container_index, std::string_view partition_key) const;
   // After a change to the partition is visible, before it is acknowledged:
   // once per change.
@@ -51,8 +51,8 @@ class QueryCache {
   // The kept answer of `key`, or nullptr when there is none or it is stale.
   std::shared_ptr<const QueryResult> Find(const std::string& key, size_t container_index,
                                           std::string_view partition_key);
-  // Keeps `result`, computed on a snapshot taken after Generation() returned
-  // `generation`.
+  // Keeps `result`, computed through an iterator made after Generation()
+  // returned `generation`.
   void Insert(std::string key, size_t container_index, std::string_view partition_key,
               uint64_t generation, const QueryResult& result);
 
