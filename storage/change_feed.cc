@@ -1,5 +1,6 @@
 #include "storage/change_feed.h"
 
+#include <rocksdb/convenience.h>
 #include <rocksdb/write_batch.h>
 
 #include "storage/key_format.h"
@@ -322,7 +323,27 @@ Status ChangeFeed::EnforceRetention() {
   }
   dropped_bytes_ += *dropped;
   FEEDD_LOG(kInfo, "feed") << "retention dropped LSNs " << old << ".." << keep_from - 1;
+  DeleteDroppedFiles(keep_from);
   return Status::Ok();
+}
+
+void ChangeFeed::DeleteDroppedFiles(Lsn keep_from) {
+  // The range tombstone hides the dropped records at once, but their files
+  // stay on the disk until a compaction reads them, and the feed's files
+  // seldom see one: they reach the last level by trivial moves. Every file
+  // that holds only records before keep_from goes now: a file still in
+  // level 0 (which this leaves alone) at the next pass after it is moved
+  // down, a file that straddles keep_from once a later pass passes its end
+  // or its compaction drops the records. Nothing is lost if this fails.
+  const std::string end = kf::FeedKey(keep_from);
+  const rocksdb::Slice end_slice(end);
+  rocksdb::Status s = rocksdb::DeleteFilesInRange(db_->db(), db_->feed(), /*begin=*/nullptr,
+                                                  &end_slice, /*include_end=*/false);
+  if (!s.ok()) {
+    FEEDD_LOG(kWarning, "feed") << "retention could not delete the files of the changes before LSN "
+                                << keep_from
+                                << " (compaction reclaims them later): " << s.ToString();
+  }
 }
 
 }  // namespace feedd

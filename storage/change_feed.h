@@ -71,6 +71,9 @@ class ChangeFeed {
   Result<uint64_t> RecordBytes(Lsn from, Lsn to) const;
   // Bytes of change records currently retained.
   uint64_t RetainedBytes() const;
+  // Deletes the feed's SST files that hold only records before keep_from,
+  // which retention has dropped.
+  void DeleteDroppedFiles(Lsn keep_from);
 
   RocksDatabase* const db_;
   const StoreOptions options_;
