@@ -19,6 +19,7 @@ class RocksDocumentStore final : public DocumentStore {
       : options_(options),
         db_(std::move(db)),
         cache_(options_.query_cache_bytes),
+        item_generations_(db_->containers().size()),
         space_(db_->file_system(), options_.data_dir, options_.min_free_bytes, options_.clock),
         pipeline_(db_.get(), options_, db_->stored_head_lsn(), &cache_, &item_generations_,
                   &space_),

@@ -4,15 +4,16 @@
 
 namespace feedd {
 
-ItemGenerations::ItemGenerations() : counters_(new std::atomic<uint64_t>[kSlots]) {
-  for (size_t i = 0; i < kSlots; ++i) counters_[i].store(0, std::memory_order_relaxed);
+ItemGenerations::ItemGenerations(size_t containers)
+    : counters_(new std::atomic<uint64_t>[containers * kSlots]) {
+  for (size_t i = 0; i < containers * kSlots; ++i) counters_[i].store(0, std::memory_order_relaxed);
 }
 
 size_t ItemGenerations::SlotOf(size_t container_index, std::string_view partition_key,
                                std::string_view id) {
   const std::hash<std::string_view> hash;
-  size_t h = hash(partition_key) * 0x9e3779b97f4a7c15ull ^ hash(id);
-  return (h ^ (container_index * 0xc2b2ae3d27d4eb4full)) % kSlots;
+  const size_t h = hash(partition_key) * 0x9e3779b97f4a7c15ull ^ hash(id);
+  return container_index * kSlots + h % kSlots;
 }
 
 uint64_t ItemGenerations::Get(size_t container_index, std::string_view partition_key,

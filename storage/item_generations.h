@@ -6,8 +6,12 @@
 // author's partition of `users`, so the author's own item would look
 // changed with every like of every post of theirs.
 //
-// Items hash into kSlots counters; items sharing one only cost extra misses
-// (the counter grows by their changes too, never by fewer than the item's).
+// Each container has kSlots counters of its own, into which its items hash;
+// items sharing one only cost extra misses (the counter grows by their
+// changes too, never by fewer than the item's). Containers do not share
+// counters, so a bulk import into one (SF 1: 175 M posts, comments and
+// likes, every counter of one shared array bumped every few seconds) does
+// not keep a memo of another's items (the users `usernames` reads) missing.
 // The commit thread adds one to the counter of each item a group changed,
 // after RocksDB made the group visible and before the writes are
 // acknowledged. A reader that reads the counter before the item and keeps
@@ -15,7 +19,7 @@
 // is unchanged.
 //
 // Thread-safety: all methods are thread-safe.
-// Memory: kSlots * 8 bytes (2 MiB).
+// Memory: kSlots * 8 bytes (2 MiB) per container.
 #pragma once
 
 #include <atomic>
@@ -28,8 +32,10 @@ namespace feedd {
 
 class ItemGenerations {
  public:
-  ItemGenerations();
+  // `containers`: how many there are; container indexes are below it.
+  explicit ItemGenerations(size_t containers);
 
+  // REQUIRES (both): container_index < `containers`.
   // Read before the item.
   uint64_t Get(size_t container_index, std::string_view partition_key, std::string_view id) const;
   // After a change to the item is visible, before it is acknowledged.
