@@ -309,8 +309,12 @@ Status ChangeFeed::EnforceRetention() {
 
   auto dropped = RecordBytes(old, keep_from);
   if (!dropped.ok()) return dropped.status();
+  // The truncation point alone drops the records: no reader reads below it.
+  // A range tombstone would also hide them, but every feed file flushed
+  // with one would span the dropped range, overlap the feed's older files
+  // and have them merged, instead of moved down, by compaction (SF 1 with
+  // feed.retention_mb: 2 GB compactions of the feed and write stalls).
   rocksdb::WriteBatch batch;
-  batch.DeleteRange(db_->feed(), kf::FeedKey(old), kf::FeedKey(keep_from));
   batch.Put(db_->meta(), kf::kMetaFeedTruncatedBefore, kf::EncodeU64(keep_from));
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
@@ -328,21 +332,18 @@ Status ChangeFeed::EnforceRetention() {
 }
 
 void ChangeFeed::DeleteDroppedFiles(Lsn keep_from) {
-  // The range tombstone hides the dropped records at once, but their files
-  // stay on the disk until a compaction reads them, and the feed's files
-  // seldom see one: they reach the last level by trivial moves. Every file
-  // that holds only records before keep_from goes now: a file still in
-  // level 0 (which this leaves alone) at the next pass after it is moved
-  // down, a file that straddles keep_from once a later pass passes its end
-  // or its compaction drops the records. Nothing is lost if this fails.
+  // Every file that holds only records before keep_from goes now. A file
+  // still in level 0 (which this leaves alone) goes at a later pass, once it
+  // has moved down; a file that straddles keep_from once a later pass passes
+  // its end. Until then its dropped records take space but are never read.
+  // If this fails, a later pass deletes the files.
   const std::string end = kf::FeedKey(keep_from);
   const rocksdb::Slice end_slice(end);
   rocksdb::Status s = rocksdb::DeleteFilesInRange(db_->db(), db_->feed(), /*begin=*/nullptr,
                                                   &end_slice, /*include_end=*/false);
   if (!s.ok()) {
     FEEDD_LOG(kWarning, "feed") << "retention could not delete the files of the changes before LSN "
-                                << keep_from
-                                << " (compaction reclaims them later): " << s.ToString();
+                                << keep_from << " (a later pass tries again): " << s.ToString();
   }
 }
 

@@ -4,9 +4,11 @@
 // Operation
 //   Read() serves committed records (LSN <= the commit pipeline's head) in
 //   LSN order. Retention drops the oldest records by age and by size, but
-//   never a record that a registered consumer has not acknowledged; it
-//   records the truncation point in the same WriteBatch as the deletion, so
-//   lsn_not_retained answers survive restarts.
+//   never a record that a registered consumer has not acknowledged. It
+//   persists the truncation point, below which nothing is read again (so
+//   lsn_not_retained answers survive restarts), and deletes the feed's
+//   files that hold only records below it; it writes no range tombstone,
+//   which would keep the feed's files from moving down without a rewrite.
 //
 // Concurrency
 //   All methods are thread-safe. Retention runs on its own thread (Start/Stop)

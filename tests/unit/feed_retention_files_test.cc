@@ -1,8 +1,10 @@
-// Retention gives the dropped changes' disk space back (storage/
-// change_feed.h). The range tombstone alone hid the records but left their
-// SST files on the disk until a compaction read them, and the feed's files,
-// moved down to the last level without a rewrite, seldom see one: with
-// feed.retention_mb set, the feed kept growing on the disk.
+// Retention gives the dropped changes' disk space back without making the
+// feed's files overlap (storage/change_feed.h). The range tombstone it wrote
+// hid the records but left their SST files on the disk until a compaction
+// read them, and the feed's files, moved down to the last level without a
+// rewrite, seldom see one: with feed.retention_mb set, the feed kept growing
+// on the disk; and each file flushed with a tombstone spanned the dropped
+// range, so compaction merged the feed's files instead of moving them.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 #include <rocksdb/metadata.h>
@@ -69,14 +71,18 @@ class FeedRetentionFilesTest : public ::testing::Test {
             .ok());
   }
 
-  // The LSN ranges of the feed's files, all of which must be below level 0.
-  std::vector<std::pair<Lsn, Lsn>> FeedFiles() const {
+  // The LSN ranges of the feed's files, all of which must be below level 0
+  // unless `level0`, which lists level 0's alone.
+  std::vector<std::pair<Lsn, Lsn>> FeedFiles(bool level0 = false) const {
     rocksdb::ColumnFamilyMetaData meta;
     db_->db()->GetColumnFamilyMetaData(db_->feed(), &meta);
     std::vector<std::pair<Lsn, Lsn>> ranges;
     for (const auto& level : meta.levels) {
+      if (level0 && level.level != 0) continue;
       for (const auto& file : level.files) {
-        EXPECT_GT(level.level, 0) << file.name;
+        if (!level0) {
+          EXPECT_GT(level.level, 0) << file.name;
+        }
         Lsn smallest = 0, largest = 0;
         EXPECT_TRUE(kf::DecodeFeedKey(file.smallestkey, &smallest));
         EXPECT_TRUE(kf::DecodeFeedKey(file.largestkey, &largest));
@@ -130,6 +136,31 @@ TEST_F(FeedRetentionFilesTest, FilesOfDroppedChangesAreDeleted) {
   EXPECT_EQ(feed->oldest_retained(), 101u);
   EXPECT_EQ(FeedFiles(), (std::vector<std::pair<Lsn, Lsn>>{{101, kHead}}));
   EXPECT_EQ(ReadLsns(*feed, 101), Range(101, kHead));
+}
+
+// Retention writes no range tombstone. One would go into the next file
+// flushed, which would then span the dropped range and overlap the feed's
+// older files: compaction would merge them all instead of moving the new
+// file down (at SF 1, 2 GB compactions of the feed and write stalls).
+TEST_F(FeedRetentionFilesTest, TheNextFlushedFileHoldsOnlyItsOwnChanges) {
+  ASSERT_NO_FATAL_FAILURE(WriteFile(1, 100, /*young_from=*/101));
+  ASSERT_NO_FATAL_FAILURE(WriteFile(101, kHead, /*young_from=*/101));
+  std::unique_ptr<ChangeFeed> feed = NewFeed();
+  ASSERT_TRUE(feed->EnforceRetention().ok());
+  ASSERT_EQ(feed->oldest_retained(), 101u);
+
+  rocksdb::WriteBatch batch;
+  const std::string envelope = R"({"lsn":151,"after":{}})";
+  ASSERT_TRUE(
+      batch
+          .Put(db_->feed(), kf::FeedKey(kHead + 1),
+               kf::FeedValue(clock_.NowMillis(), ChangeOp::kCreate, "users", "u1", "u1", envelope))
+          .ok());
+  ASSERT_TRUE(db_->db()->Write(rocksdb::WriteOptions(), &batch).ok());
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  ASSERT_TRUE(db_->db()->Flush(flush, db_->feed()).ok());
+  EXPECT_EQ(FeedFiles(/*level0=*/true), (std::vector<std::pair<Lsn, Lsn>>{{kHead + 1, kHead + 1}}));
 }
 
 // A file that holds retained changes too stays whole; the dropped part of it
