@@ -1,9 +1,11 @@
 // CommitProbe: the group-commit histograms of docs/metrics.md ("Storage"):
 // requests per group commit and the seconds RocksDB's write (and fsync)
 // took, observed as the commit thread reports each group
-// (StoreOptions::on_group_commit).
+// (StoreOptions::on_group_commit), and the seconds each sync of the
+// write-ahead log took (StoreOptions::on_wal_sync).
 //
-// Thread-safety: Observer()'s function may be called from any thread.
+// Thread-safety: the functions Observer() and WalSyncObserver() return may
+// be called from any thread.
 // Ownership: registers its families in the registry, which must outlive the
 // probe and the function Observer() returns; the probe must outlive the
 // store it observes.
@@ -23,10 +25,13 @@ class CommitProbe {
 
   // For StoreOptions::on_group_commit.
   std::function<void(size_t requests, double seconds)> Observer();
+  // For StoreOptions::on_wal_sync.
+  std::function<void(double seconds)> WalSyncObserver();
 
  private:
   prometheus::Histogram& group_requests_;
   prometheus::Histogram& commit_seconds_;
+  prometheus::Histogram& wal_sync_seconds_;
 };
 
 }  // namespace feedd

@@ -14,6 +14,7 @@
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
 #include "storage/retryable_file_system.h"
+#include "storage/wal_sync_timing_file_system.h"
 #include "util/json_parse.h"
 #include "util/logging.h"
 
@@ -53,9 +54,13 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   }
 
   std::unique_ptr<RocksDatabase> database(new RocksDatabase());
+  std::shared_ptr<rocksdb::FileSystem> base =
+      options.file_system ? options.file_system : rocksdb::FileSystem::Default();
+  if (options.on_wal_sync) {
+    base = std::make_shared<WalSyncTimingFileSystem>(base, options.on_wal_sync);
+  }
   database->file_system_ =
-      std::make_shared<RetryableFileSystem>(std::make_shared<InfoLogFileSystem>(
-          options.file_system ? options.file_system : rocksdb::FileSystem::Default()));
+      std::make_shared<RetryableFileSystem>(std::make_shared<InfoLogFileSystem>(base));
   database->env_ = rocksdb::NewCompositeEnv(database->file_system_);
 
   rocksdb::DBOptions db_options;

@@ -75,6 +75,10 @@ struct StoreOptions {
   // requests in the group and the seconds RocksDB's write (and fsync) took.
   // For metrics; must be cheap.
   std::function<void(size_t requests, double seconds)> on_group_commit;
+  // Called after each sync of a write-ahead log file with the seconds it
+  // took, on the thread that synced it (the commit thread, or RocksDB's
+  // when it switches logs). For metrics; must be cheap and thread-safe.
+  std::function<void(double seconds)> on_wal_sync;
 };
 
 }  // namespace feedd

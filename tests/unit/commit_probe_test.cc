@@ -38,15 +38,15 @@ std::vector<double> Bounds(const prometheus::ClientMetric::Histogram& h) {
   return bounds;
 }
 
-TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
-  prometheus::Registry registry;
-  CommitProbe probe(registry);
-  TempDir dir;
+// Opens a store on `dir` observed by `probe`, writes two users one after
+// the other, and closes it.
+void WriteTwoUsers(CommitProbe& probe, const std::string& dir, bool sync) {
   StoreOptions o;
-  o.data_dir = dir.path();
+  o.data_dir = dir;
   o.containers = BlogContainers();
-  o.sync = false;
+  o.sync = sync;
   o.on_group_commit = probe.Observer();
+  o.on_wal_sync = probe.WalSyncObserver();
   auto store = DocumentStore::Open(o);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   for (const char* id : {"u1", "u2"}) {
@@ -61,6 +61,13 @@ TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
     ASSERT_TRUE((*store)->Write({"users", id, {op}}).status.ok());
   }
   (*store)->Close();
+}
+
+TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
+  prometheus::Registry registry;
+  CommitProbe probe(registry);
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoUsers(probe, dir.path(), /*sync=*/false));
 
   const std::vector<MetricFamily> families = registry.Collect();
   const auto* groups = Histogram(families, "feedd_storage_commit_group_requests");
@@ -76,6 +83,23 @@ TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
   EXPECT_EQ(Bounds(*groups), (std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, inf}));
   EXPECT_EQ(Bounds(*seconds), (std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                    0.01, 0.025, 0.05, 0.1, 0.25, 1, inf}));
+}
+
+// With storage.sync every acknowledged write synced the WAL first.
+TEST(CommitProbeTest, ObservesEverySyncOfTheWal) {
+  prometheus::Registry registry;
+  CommitProbe probe(registry);
+  TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoUsers(probe, dir.path(), /*sync=*/true));
+
+  const std::vector<MetricFamily> families = registry.Collect();
+  const auto* syncs = Histogram(families, "feedd_storage_wal_sync_duration_seconds");
+  ASSERT_NE(syncs, nullptr);
+  EXPECT_GE(syncs->sample_count, 2u);
+  EXPECT_GT(syncs->sample_sum, 0);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Bounds(*syncs), (std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, inf}));
 }
 
 }  // namespace
