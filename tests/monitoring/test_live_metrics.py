@@ -367,7 +367,9 @@ class LiveMetricsTest(unittest.TestCase):
 
     @classmethod
     def _set_up(cls):
-        cls.daemon = FeeddDaemon(name="feedd").start()
+        # Durable, as in production: the WAL sync histogram (the Commit
+        # latency panel) has samples only when writes sync the WAL.
+        cls.daemon = FeeddDaemon(name="feedd", sync=True).start()
         metrics = cls.daemon.ready.get("metrics")
         if not metrics:
             raise AssertionError(
