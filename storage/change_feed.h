@@ -67,8 +67,8 @@ class ChangeFeed {
 
  private:
   Status PersistConsumer(const std::string& name, Lsn acked);
-  // The first LSN to keep by age and size alone.
-  Result<Lsn> RetentionCutoff(Lsn head) const;
+  // The first LSN to keep by age and size, dropping none past `last`.
+  Result<Lsn> RetentionCutoff(Lsn last) const;
   // Bytes (key + value) of the change records in [from, to).
   Result<uint64_t> RecordBytes(Lsn from, Lsn to) const;
   // Bytes of change records currently retained.
