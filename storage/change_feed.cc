@@ -259,8 +259,8 @@ std::vector<ConsumerWatermark> ChangeFeed::Consumers() const {
   return out;
 }
 
-Result<Lsn> ChangeFeed::RetentionCutoff(Lsn last) const {
-  Lsn cutoff = truncated_before_.load();
+Result<ChangeFeed::Cutoff> ChangeFeed::RetentionCutoff(Lsn from, Lsn last) const {
+  Cutoff cutoff{from, 0};
   if (options_.retention_ms == 0 && options_.retention_bytes == 0) return cutoff;
 
   uint64_t excess_bytes = 0;
@@ -274,8 +274,7 @@ Result<Lsn> ChangeFeed::RetentionCutoff(Lsn last) const {
 
   std::unique_ptr<rocksdb::Iterator> it(
       db_->db()->NewIterator(rocksdb::ReadOptions(), db_->feed()));
-  uint64_t dropped_bytes = 0;
-  for (it->Seek(kf::FeedKey(cutoff)); it->Valid(); it->Next()) {
+  for (it->Seek(kf::FeedKey(from)); it->Valid(); it->Next()) {
     Lsn lsn;
     std::string_view value = it->value().ToStringView();
     uint64_t ts;
@@ -284,10 +283,10 @@ Result<Lsn> ChangeFeed::RetentionCutoff(Lsn last) const {
     }
     if (lsn > last) break;
     bool too_old = options_.retention_ms > 0 && ts < min_ts;
-    bool too_big = dropped_bytes < excess_bytes;
+    bool too_big = cutoff.dropped_bytes < excess_bytes;
     if (!too_old && !too_big) break;
-    dropped_bytes += it->key().size() + it->value().size();
-    cutoff = lsn + 1;
+    cutoff.dropped_bytes += it->key().size() + it->value().size();
+    cutoff.keep_from = lsn + 1;
   }
   if (!it->status().ok())
     return FromRocks(it->status(), ErrorCode::kStorageError, "retention scan");
@@ -305,14 +304,12 @@ Status ChangeFeed::EnforceRetention() {
     std::lock_guard<std::mutex> lock(consumers_mutex_);
     for (const auto& [name, acked] : consumers_) last = std::min(last, acked);
   }
-  auto cutoff = RetentionCutoff(last);
-  if (!cutoff.ok()) return cutoff.status();
-  const Lsn keep_from = *cutoff;
   const Lsn old = truncated_before_.load();
+  auto cutoff = RetentionCutoff(old, last);
+  if (!cutoff.ok()) return cutoff.status();
+  const Lsn keep_from = cutoff->keep_from;
   if (keep_from <= old) return Status::Ok();
 
-  auto dropped = RecordBytes(old, keep_from);
-  if (!dropped.ok()) return dropped.status();
   // The truncation point alone drops the records: no reader reads below it.
   // A range tombstone would also hide them, but every feed file flushed
   // with one would span the dropped range, overlap the feed's older files
@@ -329,7 +326,7 @@ Status ChangeFeed::EnforceRetention() {
     truncated_before_.store(old);
     return FromRocks(s, ErrorCode::kStorageError, "retention delete");
   }
-  dropped_bytes_ += *dropped;
+  dropped_bytes_ += cutoff->dropped_bytes;
   FEEDD_LOG(kInfo, "feed") << "retention dropped LSNs " << old << ".." << keep_from - 1;
   DeleteDroppedFiles(keep_from);
   return Status::Ok();

@@ -67,8 +67,14 @@ class ChangeFeed {
 
  private:
   Status PersistConsumer(const std::string& name, Lsn acked);
-  // The first LSN to keep by age and size, dropping none past `last`.
-  Result<Lsn> RetentionCutoff(Lsn last) const;
+  // Where retention cuts, read in one pass over the records it drops.
+  struct Cutoff {
+    Lsn keep_from;           // the first LSN to keep
+    uint64_t dropped_bytes;  // of the records from `from` to keep_from
+  };
+  // The cut by age and size, from `from` (the current truncation point),
+  // dropping none past `last`.
+  Result<Cutoff> RetentionCutoff(Lsn from, Lsn last) const;
   // Bytes (key + value) of the change records in [from, to).
   Result<uint64_t> RecordBytes(Lsn from, Lsn to) const;
   // Bytes of change records currently retained.
