@@ -13,21 +13,19 @@ class SyncTimedFile : public rocksdb::FSWritableFileOwnerWrapper {
       : rocksdb::FSWritableFileOwnerWrapper(std::move(file)), on_sync_(std::move(on_sync)) {}
 
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
-    const auto started = std::chrono::steady_clock::now();
-    rocksdb::IOStatus s = target()->Sync(o, d);
-    Report(started);
-    return s;
+    return Timed([&] { return target()->Sync(o, d); });
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
-    const auto started = std::chrono::steady_clock::now();
-    rocksdb::IOStatus s = target()->Fsync(o, d);
-    Report(started);
-    return s;
+    return Timed([&] { return target()->Fsync(o, d); });
   }
 
  private:
-  void Report(std::chrono::steady_clock::time_point started) const {
+  template <typename SyncFn>
+  rocksdb::IOStatus Timed(SyncFn sync) const {
+    const auto started = std::chrono::steady_clock::now();
+    rocksdb::IOStatus s = sync();
     (*on_sync_)(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return s;
   }
 
   const std::shared_ptr<const WalSyncTimingFileSystem::SyncObserver> on_sync_;
@@ -40,33 +38,29 @@ bool IsWal(std::string_view path) {
 
 }  // namespace
 
-void WalSyncTimingFileSystem::TimeIfWal(const std::string& f,
-                                        std::unique_ptr<rocksdb::FSWritableFile>* r) const {
-  if (IsWal(f)) *r = std::make_unique<SyncTimedFile>(std::move(*r), on_sync_);
+rocksdb::IOStatus WalSyncTimingFileSystem::TimeIfWal(
+    const std::string& f, rocksdb::IOStatus opened,
+    std::unique_ptr<rocksdb::FSWritableFile>* r) const {
+  if (opened.ok() && IsWal(f)) *r = std::make_unique<SyncTimedFile>(std::move(*r), on_sync_);
+  return opened;
 }
 
 rocksdb::IOStatus WalSyncTimingFileSystem::NewWritableFile(
     const std::string& f, const rocksdb::FileOptions& o,
     std::unique_ptr<rocksdb::FSWritableFile>* r, rocksdb::IODebugContext* d) {
-  rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, d);
-  if (s.ok()) TimeIfWal(f, r);
-  return s;
+  return TimeIfWal(f, target()->NewWritableFile(f, o, r, d), r);
 }
 
 rocksdb::IOStatus WalSyncTimingFileSystem::ReopenWritableFile(
     const std::string& f, const rocksdb::FileOptions& o,
     std::unique_ptr<rocksdb::FSWritableFile>* r, rocksdb::IODebugContext* d) {
-  rocksdb::IOStatus s = target()->ReopenWritableFile(f, o, r, d);
-  if (s.ok()) TimeIfWal(f, r);
-  return s;
+  return TimeIfWal(f, target()->ReopenWritableFile(f, o, r, d), r);
 }
 
 rocksdb::IOStatus WalSyncTimingFileSystem::ReuseWritableFile(
     const std::string& f, const std::string& old, const rocksdb::FileOptions& o,
     std::unique_ptr<rocksdb::FSWritableFile>* r, rocksdb::IODebugContext* d) {
-  rocksdb::IOStatus s = target()->ReuseWritableFile(f, old, o, r, d);
-  if (s.ok()) TimeIfWal(f, r);
-  return s;
+  return TimeIfWal(f, target()->ReuseWritableFile(f, old, o, r, d), r);
 }
 
 }  // namespace feedd

@@ -50,8 +50,10 @@ class WalSyncTimingFileSystem : public rocksdb::FileSystemWrapper {
                                       rocksdb::IODebugContext* d) override;
 
  private:
-  // Wraps *r when `f` names a WAL.
-  void TimeIfWal(const std::string& f, std::unique_ptr<rocksdb::FSWritableFile>* r) const;
+  // Returns `opened`, the status of opening `f` into *r, after wrapping *r
+  // when it opened and `f` names a WAL.
+  rocksdb::IOStatus TimeIfWal(const std::string& f, rocksdb::IOStatus opened,
+                              std::unique_ptr<rocksdb::FSWritableFile>* r) const;
 
   const std::shared_ptr<const SyncObserver> on_sync_;
 };
