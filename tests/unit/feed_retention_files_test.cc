@@ -47,10 +47,9 @@ class FeedRetentionFilesTest : public ::testing::Test {
     db_ = std::move(*opened);
   }
 
-  // Change records first..last in a file of their own below level 0
-  // (retention leaves level 0's files to their compaction), written long
-  // ago up to young_from and now from there.
-  void WriteFile(Lsn first, Lsn last, Lsn young_from) const {
+  // Change records first..last into the memtable, written long ago up to
+  // young_from and now from there.
+  void Write(Lsn first, Lsn last, Lsn young_from) const {
     rocksdb::WriteBatch batch;
     for (Lsn lsn = first; lsn <= last; ++lsn) {
       const uint64_t ts_ms =
@@ -62,9 +61,20 @@ class FeedRetentionFilesTest : public ::testing::Test {
                       .ok());
     }
     ASSERT_TRUE(db_->db()->Write(rocksdb::WriteOptions(), &batch).ok());
+  }
+
+  // The feed's memtable into a level 0 file.
+  void Flush() const {
     rocksdb::FlushOptions flush;
     flush.wait = true;
     ASSERT_TRUE(db_->db()->Flush(flush, db_->feed()).ok());
+  }
+
+  // Write()'s records in a file of their own below level 0 (retention
+  // leaves level 0's files to their compaction).
+  void WriteFile(Lsn first, Lsn last, Lsn young_from) const {
+    ASSERT_NO_FATAL_FAILURE(Write(first, last, young_from));
+    ASSERT_NO_FATAL_FAILURE(Flush());
     const std::string begin = kf::FeedKey(first), end = kf::FeedKey(last);
     const rocksdb::Slice begin_slice(begin), end_slice(end);
     ASSERT_TRUE(
@@ -151,17 +161,8 @@ TEST_F(FeedRetentionFilesTest, TheNextFlushedFileHoldsOnlyItsOwnChanges) {
   ASSERT_TRUE(feed->EnforceRetention().ok());
   ASSERT_EQ(feed->oldest_retained(), 101u);
 
-  rocksdb::WriteBatch batch;
-  const std::string envelope = R"({"lsn":151,"after":{}})";
-  ASSERT_TRUE(
-      batch
-          .Put(db_->feed(), kf::FeedKey(kHead + 1),
-               kf::FeedValue(clock_.NowMillis(), ChangeOp::kCreate, "users", "u1", "u1", envelope))
-          .ok());
-  ASSERT_TRUE(db_->db()->Write(rocksdb::WriteOptions(), &batch).ok());
-  rocksdb::FlushOptions flush;
-  flush.wait = true;
-  ASSERT_TRUE(db_->db()->Flush(flush, db_->feed()).ok());
+  ASSERT_NO_FATAL_FAILURE(Write(kHead + 1, kHead + 1, /*young_from=*/kHead + 1));
+  ASSERT_NO_FATAL_FAILURE(Flush());
   EXPECT_EQ(FeedFiles(/*level0=*/true), (std::vector<std::pair<Lsn, Lsn>>{{kHead + 1, kHead + 1}}));
 }
 
@@ -190,16 +191,8 @@ TEST_F(FeedRetentionFilesTest, AFileWithRetainedChangesStaysUntilTheyAreDropped)
 // slow view, most of the feed every 10 s: 156 s of CPU in 18 minutes), and
 // then the dropped records again to count their bytes.
 TEST_F(FeedRetentionFilesTest, APassReadsNoFurtherThanAConsumerLetsItDrop) {
-  rocksdb::WriteBatch batch;  // in the memtable, where each record read is counted
-  for (Lsn lsn = 1; lsn <= kHead; ++lsn) {
-    const std::string envelope = R"({"lsn":)" + std::to_string(lsn) + R"(,"after":{}})";
-    ASSERT_TRUE(batch
-                    .Put(db_->feed(), kf::FeedKey(lsn),
-                         kf::FeedValue(clock_.NowMillis() - 2 * kRetentionMs, ChangeOp::kCreate,
-                                       "users", "u1", "u1", envelope))
-                    .ok());
-  }
-  ASSERT_TRUE(db_->db()->Write(rocksdb::WriteOptions(), &batch).ok());
+  // In the memtable, where each record read is counted; all of them old.
+  ASSERT_NO_FATAL_FAILURE(Write(1, kHead, /*young_from=*/kHead + 1));
   std::unique_ptr<ChangeFeed> feed = NewFeed();
   ASSERT_TRUE(feed->RegisterConsumer("slow", 10).ok());
 
