@@ -92,10 +92,10 @@ t1=$(date +%s.%N)
 "$PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1]))
 print("posts import: %d lines, %d created, %d failed" % (r["lines"], r["created"], r["failed"]))' \
   "$R/posts_report.json" >> "$R/summary.txt"
-echo "import returned after $(echo "$t1 - $t0" | bc) s" >> "$R/summary.txt"
+echo "import returned after $(awk "BEGIN { print $t1 - $t0 }") s" >> "$R/summary.txt"
 wait_for "$API" views
 t2=$(date +%s.%N)
-echo "views current after $(echo "$t2 - $t0" | bc) s" >> "$R/summary.txt"
+echo "views current after $(awk "BEGIN { print $t2 - $t0 }") s" >> "$R/summary.txt"
 grep -E "^(VmHWM|VmRSS)" "/proc/$FEEDD_PID/status" >> "$R/summary.txt"
 awk '{print "cpu_s", ($14 + $15) / 100}' "/proc/$FEEDD_PID/stat" >> "$R/summary.txt"
 du -sh "$R/data" >> "$R/summary.txt"
