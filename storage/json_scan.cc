@@ -153,12 +153,40 @@ JsonScan EnterElement(Cursor& c, size_t index) {
   }
 }
 
+// Follows `tokens` from the value at the cursor to the value they name
+// (FindJsonValue).
+JsonScan Walk(Cursor& c, const std::vector<std::string>& tokens) {
+  for (const auto& token : tokens) {
+    c.SkipWhitespace();
+    if (c.AtEnd()) return JsonScan::kMalformed;
+    JsonScan step;
+    if (c.Peek() == '{') {
+      step = EnterMember(c, token);
+    } else if (c.Peek() == '[') {
+      size_t index;
+      if (!ParseArrayIndex(token, &index)) return JsonScan::kMissing;
+      step = EnterElement(c, index);
+    } else {
+      step = c.SkipValue() ? JsonScan::kMissing : JsonScan::kMalformed;
+    }
+    if (step != JsonScan::kFound) return step;
+  }
+  return JsonScan::kFound;
+}
+
 }  // namespace
 
 JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& names,
                          std::vector<std::optional<std::string_view>>* values) {
+  return FindJsonMembers(json, {}, names, values);
+}
+
+JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& path,
+                         const std::vector<std::string>& names,
+                         std::vector<std::optional<std::string_view>>* values) {
   values->assign(names.size(), std::nullopt);
   Cursor c(json);
+  if (JsonScan s = Walk(c, path); s != JsonScan::kFound) return s;
   c.SkipWhitespace();
   if (c.AtEnd()) return JsonScan::kMalformed;
   if (c.Peek() != '{') return c.SkipValue() ? JsonScan::kMissing : JsonScan::kMalformed;
@@ -200,21 +228,7 @@ JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& 
 JsonScan FindJsonValue(std::string_view json, const std::vector<std::string>& tokens,
                        std::string_view* value) {
   Cursor c(json);
-  for (const auto& token : tokens) {
-    c.SkipWhitespace();
-    if (c.AtEnd()) return JsonScan::kMalformed;
-    JsonScan step;
-    if (c.Peek() == '{') {
-      step = EnterMember(c, token);
-    } else if (c.Peek() == '[') {
-      size_t index;
-      if (!ParseArrayIndex(token, &index)) return JsonScan::kMissing;
-      step = EnterElement(c, index);
-    } else {
-      step = c.SkipValue() ? JsonScan::kMissing : JsonScan::kMalformed;
-    }
-    if (step != JsonScan::kFound) return step;
-  }
+  if (JsonScan s = Walk(c, tokens); s != JsonScan::kFound) return s;
   c.SkipWhitespace();
   const size_t start = c.pos();
   if (!c.SkipValue()) return JsonScan::kMalformed;

@@ -39,5 +39,12 @@ JsonScan FindJsonValue(std::string_view json, const std::vector<std::string>& to
 // REQUIRES: values != nullptr; names has no duplicates.
 JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& names,
                          std::vector<std::optional<std::string_view>>* values);
+// The same for the object at `path` (a JsonPointer's tokens) inside `json`,
+// e.g. the after-image of a change envelope: the scan goes straight to it
+// and stops once every name is found. kMissing when nothing is at `path`
+// or it is not an object.
+JsonScan FindJsonMembers(std::string_view json, const std::vector<std::string>& path,
+                         const std::vector<std::string>& names,
+                         std::vector<std::optional<std::string_view>>* values);
 
 }  // namespace feedd

@@ -326,5 +326,37 @@ TEST(JsonScanTest, FindJsonMembersAgreesWithFindJsonValue) {
   EXPECT_EQ(*values[1], "2");
 }
 
+// With a path, the members of the object it names: what FindJsonValue finds
+// at the path and the name, and nothing after the last name is visited.
+TEST(JsonScanTest, FindJsonMembersAtAPathAgreesWithFindJsonValue) {
+  const std::string envelope =
+      "{\"lsn\":7,\"before\":{\"userId\":\"old\"},\"after\":{\"id\":\"c1\","
+      "\"user\\u0049d\":\"u1\",\"n\":[1,{\"x\":2}],\"userUsername\":\"ana\",\"content\":\"...\"}}";
+  const std::vector<std::string> names = {"userUsername", "userId", "n", "missing"};
+  std::vector<std::optional<std::string_view>> values;
+  ASSERT_EQ(FindJsonMembers(envelope, {"after"}, names, &values), JsonScan::kFound);
+  for (size_t i = 0; i < names.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    std::string_view one;
+    JsonScan found = FindJsonValue(envelope, {"after", names[i]}, &one);
+    ASSERT_EQ(values[i].has_value(), found == JsonScan::kFound);
+    if (values[i]) EXPECT_EQ(*values[i], one);
+  }
+  EXPECT_EQ(*values[1], "\"u1\"");
+  EXPECT_EQ(*values[2], "[1,{\"x\":2}]");
+
+  // A path into arrays; nothing at the path, or not an object there.
+  ASSERT_EQ(FindJsonMembers(envelope, {"after", "n", "1"}, {"x"}, &values), JsonScan::kFound);
+  EXPECT_EQ(*values[0], "2");
+  EXPECT_EQ(FindJsonMembers(envelope, {"nowhere"}, names, &values), JsonScan::kMissing);
+  EXPECT_EQ(FindJsonMembers(envelope, {"lsn"}, names, &values), JsonScan::kMissing);
+  EXPECT_EQ(FindJsonMembers("{\"after\":null}", {"after"}, names, &values), JsonScan::kMissing);
+  EXPECT_EQ(FindJsonMembers("{\"after\":{\"a\" 1}}", {"after"}, {"a"}, &values),
+            JsonScan::kMalformed);
+  // Stops at the last name: the rest of the envelope is not visited.
+  EXPECT_EQ(FindJsonMembers("{\"after\":{\"a\":1,\"b\":2, garbage", {"after"}, {"a", "b"}, &values),
+            JsonScan::kFound);
+}
+
 }  // namespace
 }  // namespace feedd
