@@ -17,10 +17,12 @@ Result<StagedReadsViewContext::Found> StagedReadsViewContext::Find(const std::st
                                                                    const std::string& partition_key,
                                                                    const std::string& id) {
   Found found;
-  auto it = staged_.find(Key{container, partition_key, id});
-  if (it != staged_.end()) {
-    found.staged = &it->second;
-    return found;
+  if (!staged_.empty()) {  // else the Key would copy three strings for nothing
+    auto it = staged_.find(Key{container, partition_key, id});
+    if (it != staged_.end()) {
+      found.staged = &it->second;
+      return found;
+    }
   }
   const bool applying_item = applying_ != nullptr && applying_->id == id &&
                              applying_->partition_key == partition_key &&

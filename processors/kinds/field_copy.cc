@@ -23,6 +23,7 @@
 
 #include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
+#include "storage/json_scan.h"
 #include "storage/query_semantics.h"
 
 namespace feedd {
@@ -33,8 +34,10 @@ class FieldCopy : public ProcessorKind {
   std::string source_container, target_container;
   std::vector<FieldFilter> source_filter;
   JsonPointer key_field, value_field, target_key_field, target_field;
-  // target_key_field and target_field in a change envelope's after-image.
-  JsonPointer after_key_field, after_target_field;
+  // The names of target_key_field and target_field when each names a
+  // member of the item itself (/userId, /userUsername): AppliedAlready()
+  // then finds both in one pass over the after-image. Empty otherwise.
+  std::vector<std::string> target_members;
   bool source_partitioned_by_key = false;
 
   std::vector<std::string> SourceContainers() const override {
@@ -60,16 +63,14 @@ class FieldCopy : public ProcessorKind {
       return false;
     }
     if (record.op == ChangeOp::kDelete) return true;
-    // Straight to the two members: the scan stops at each, before the
-    // content that follows them in a comment or post.
-    auto key_text = views::TextAt(record.envelope_json, after_key_field);
-    auto copy_text = views::TextAt(record.envelope_json, after_target_field);
+    std::optional<std::string_view> key_text, copy_text;
+    if (!TargetTexts(record, &key_text, &copy_text)) return false;
     auto key = key_text ? views::PlainString(*key_text) : std::nullopt;
     if (!key || !copy_text) return false;
-    auto value = LookupValue(std::string(*key), ctx);
-    if (!value.ok()) return false;
-    if (!*value) return true;  // no source (yet): Apply() leaves the copy alone
-    return boost::json::serialize(**value) == *copy_text;
+    auto source = LookupSource(std::string(*key), ctx);
+    if (!source.ok()) return false;
+    if (!*source) return true;  // no source (yet): Apply() leaves the copy alone
+    return IsTextOf(views::ValueAt(**source, value_field), *copy_text);
   }
 
   std::string OrderingKey(const Change& change) const override {
@@ -168,15 +169,27 @@ class FieldCopy : public ProcessorKind {
   }
 
   // The value of the source item with `key`, nullopt when there is none.
-  // When several source items have that key, the one whose id is the key
-  // wins (a point read, the common case: users/u1/u1), else the first by id.
   Result<std::optional<boost::json::value>> LookupValue(const std::string& key,
                                                         ViewContext& ctx) const {
+    auto source = LookupSource(key, ctx);
+    if (!source.ok()) return source.status();
+    if (!*source) return std::optional<boost::json::value>();
+    return std::optional<boost::json::value>(ValueOf(**source));
+  }
+
+  // The source item with `key`, null when there is none. When several
+  // source items have that key, the one whose id is the key wins (a point
+  // read, the common case: users/u1/u1, shared with the read memo), else
+  // the first by id.
+  Result<ViewContext::SharedItem> LookupSource(const std::string& key, ViewContext& ctx) const {
     if (source_partitioned_by_key) {
       auto item = ctx.ReadShared(source_container, key, key);  // read for every target
       if (!item.ok()) return item.status();
-      if (*item && IsSource(**item) && views::StringAt(**item, key_field) == key) {
-        return std::optional<boost::json::value>(ValueOf(**item));
+      if (*item && IsSource(**item)) {
+        const boost::json::value* item_key = views::ValueAt(**item, key_field);
+        if (item_key != nullptr && item_key->is_string() && item_key->get_string() == key) {
+          return *item;
+        }
       }
     }
     QuerySpec spec;
@@ -186,8 +199,47 @@ class FieldCopy : public ProcessorKind {
     spec.limit = 1;
     auto page = ctx.Query(source_container, spec);
     if (!page.ok()) return page.status();
-    if (page->items.empty()) return std::optional<boost::json::value>();
-    return std::optional<boost::json::value>(ValueOf(page->items.front()));
+    if (page->items.empty()) return ViewContext::SharedItem();
+    return ViewContext::SharedItem(
+        std::make_shared<const boost::json::object>(std::move(page->items.front())));
+  }
+
+  // The texts of target_key_field and target_field in the record's
+  // after-image (each unset when absent); false when the record does not
+  // read as an envelope. Straight to the two members: the scan stops at
+  // the later one, before the content that follows them in a comment.
+  bool TargetTexts(const ChangeRecord& record, std::optional<std::string_view>* key_text,
+                   std::optional<std::string_view>* copy_text) const {
+    static const std::vector<std::string> kAfter = {"after"};
+    if (target_members.empty()) {
+      auto images = views::ImagesOf(record);
+      if (!images) return false;
+      *key_text = views::TextAt(images->after, target_key_field);
+      *copy_text = views::TextAt(images->after, target_field);
+      return true;
+    }
+    std::vector<std::optional<std::string_view>> found;
+    if (FindJsonMembers(record.envelope_json, kAfter, target_members, &found) ==
+        JsonScan::kMalformed) {
+      return false;
+    }
+    *key_text = found[0];
+    *copy_text = found[1];
+    return true;
+  }
+
+  // Whether `text`, a canonical JSON text, is the text of `value` (null
+  // when absent, as ValueOf() has it): a string is compared with the
+  // text's characters when they need no unescaping, anything else as
+  // serialized.
+  static bool IsTextOf(const boost::json::value* value, std::string_view text) {
+    if (value == nullptr) return text == "null";
+    if (value->is_string()) {
+      // A text without escapes is the string's serialization exactly when
+      // its characters are the string's.
+      if (auto plain = views::PlainString(text)) return *plain == value->get_string();
+    }
+    return boost::json::serialize(*value) == text;
   }
 
   Status SetIfDifferent(const boost::json::object& target, const boost::json::value& value,
@@ -223,8 +275,10 @@ Result<std::unique_ptr<ProcessorKind>> MakeFieldCopy(const ProcessorSettings& s,
   kind->value_field = *value;
   kind->target_key_field = *target_key;
   kind->target_field = *target_field;
-  kind->after_key_field = *JsonPointer::Parse("/after" + target_key->text());
-  kind->after_target_field = *JsonPointer::Parse("/after" + target_field->text());
+  if (target_key->tokens().size() == 1 && target_field->tokens().size() == 1 &&
+      target_key->tokens()[0] != target_field->tokens()[0]) {
+    kind->target_members = {target_key->tokens()[0], target_field->tokens()[0]};
+  }
   for (const auto& c : containers) {
     if (c.name == *source) kind->source_partitioned_by_key = c.partition_key_path == key->text();
     if (c.name == *target) {

@@ -488,6 +488,28 @@ TEST_F(UsernamesTest, AppliedAlreadyIsNeverTrueWhereApplyWouldWrite) {
   EXPECT_TRUE(VerifyView(*kind_, ctx_).empty());
 }
 
+// A copy kept below the item's top level (target_field /author/username)
+// is told from the record's text as well, one scan per field.
+TEST_F(UsernamesTest, AppliedAlreadyTellsANestedCopyFromTheRecordsText) {
+  auto nested = MakeScenario("usernames", {{"target_field", "/author/username"}});
+  ASSERT_TRUE(nested.ok()) << nested.status().ToString();
+  Seed();
+  auto with_author = [](object item, const std::string& username) {
+    item["author"] = object{{"username", username}};
+    return item;
+  };
+  auto already = [&](object item) {
+    const Change change = ctx_.Put("posts", item);
+    const bool told = (*nested)->AppliedAlready(ToChangeRecord(change), ctx_);
+    EXPECT_TRUE(!told || StagedBy(**nested, ctx_, change) == 0) << boost::json::serialize(item);
+    return told;
+  };
+  EXPECT_TRUE(already(with_author(Comment("c9", "p1", "u1", ""), "alice")));
+  EXPECT_FALSE(already(with_author(Comment("c10", "p1", "u1", ""), "alicia")));
+  EXPECT_FALSE(already(Comment("c11", "p1", "u1", "alice")));  // no author: no copy yet
+  EXPECT_TRUE(already(with_author(Like("l9", "p1", "u7", ""), "nobody-yet")));
+}
+
 TEST_F(UsernamesTest, ANewItemWithAMissingOrStaleUsernameIsCorrected) {
   Seed();
   Apply(ctx_.Put("posts", Post("p9", "u1", "")));
