@@ -354,21 +354,26 @@ bool CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::Writ
 class CommitPipeline::GroupBuilder {
  public:
   // `collect_records`: keep each change's record for the commit listeners.
-  // `batch`: empty; the group is added to it.
+  // `batch`: empty; the group is added to it. `feed_batch`, when given and
+  // not `batch`: empty; the change records go there instead (an import's,
+  // whose other records are then sorted into it: SortedByKey()).
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
-               bool collect_records, rocksdb::WriteBatch* batch)
+               bool collect_records, rocksdb::WriteBatch* batch,
+               rocksdb::WriteBatch* feed_batch = nullptr)
       : db_(db),
         options_(options),
         next_lsn_(next_lsn),
         ts_ms_(ts_ms),
         records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr),
-        batch_(batch) {}
+        batch_(batch),
+        feed_batch_(feed_batch != nullptr && feed_batch != batch ? feed_batch : nullptr) {}
 
   // Adds every one of `requests` (and `view`'s watermark, when given) to the
   // batch, or leaves the batch untouched and returns the failure.
   WriteResult Add(std::span<const WriteRequest> requests, const ViewWrite* view) {
     WriteResult result;
     batch_->SetSavePoint();
+    if (feed_batch_ != nullptr) feed_batch_->SetSavePoint();
     undo_.clear();
     request_changes_.clear();
     const Lsn first_lsn = next_lsn_;
@@ -396,6 +401,7 @@ class CommitPipeline::GroupBuilder {
       }
       if (!s.ok()) {
         batch_->RollbackToSavePoint();
+        if (feed_batch_ != nullptr) feed_batch_->RollbackToSavePoint();
         for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
           if (it->second)
             overlay_[it->first] = *it->second;
@@ -416,6 +422,7 @@ class CommitPipeline::GroupBuilder {
                   kf::EncodeU64(view->consumer_acked));
     }
     batch_->PopSavePoint();
+    if (feed_batch_ != nullptr) feed_batch_->PopSavePoint();
     for (auto& [container, op, pk, id, record] : request_changes_) {
       ++changes_[container][static_cast<size_t>(op) - 1];
       written_.push_back({container, *pk, std::move(id), record});
@@ -483,7 +490,13 @@ class CommitPipeline::GroupBuilder {
     }
   }
 
+  // The records of the added requests but the change records, or all of
+  // them when no feed batch was given.
   rocksdb::WriteBatch* batch() { return batch_; }
+  // Whether the added requests wrote anything (reads alone write nothing).
+  bool wrote() const {
+    return batch_->Count() > 0 || (feed_batch_ != nullptr && feed_batch_->Count() > 0);
+  }
   // Changes of the requests added so far, by container index and op.
   const std::map<size_t, std::array<uint64_t, 3>>& changes() const { return changes_; }
   // The item of each change of the added requests, in order: an item (and
@@ -522,11 +535,10 @@ class CommitPipeline::GroupBuilder {
   }
 
   void Remember(const ContainerHandle& c, const std::string& key, Value value) {
-    std::string overlay_key = OverlayKey(c, key);
-    auto it = overlay_.find(overlay_key);
-    undo_.emplace_back(overlay_key,
-                       it == overlay_.end() ? std::nullopt : std::optional<Value>(it->second));
-    overlay_[overlay_key] = std::move(value);
+    auto [it, added] = overlay_.try_emplace(OverlayKey(c, key));
+    undo_.emplace_back(it->first,
+                       added ? std::nullopt : std::optional<Value>(std::move(it->second)));
+    it->second = std::move(value);
   }
 
   static std::string OverlayKey(const ContainerHandle& c, const std::string& key) {
@@ -639,7 +651,7 @@ class CommitPipeline::GroupBuilder {
         kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope,
                       before ? std::optional<kf::ImageSpan>(before_span) : std::nullopt);
     feed_bytes_ += 8 + feed_value.size();
-    batch_->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
+    (feed_batch_ != nullptr ? feed_batch_ : batch_)->Put(db_->feed(), kf::FeedKey(lsn), feed_value);
     size_t record = kNoRecord;
     if (records_) {
       record = records_->size();
@@ -666,6 +678,7 @@ class CommitPipeline::GroupBuilder {
   std::map<size_t, std::array<uint64_t, 3>> changes_;  // of the added requests
   std::vector<WrittenItem> written_;                   // of the added requests
   rocksdb::WriteBatch* const batch_;
+  rocksdb::WriteBatch* const feed_batch_;  // null: the change records go to batch_
   std::unordered_map<std::string, Value> overlay_;
   std::vector<std::pair<std::string, std::optional<Value>>> undo_;
 };
@@ -949,8 +962,11 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     }
   }
   rocksdb::WriteBatch ordinary;  // a few KiB: new for each group
+  // An import's change records go straight to the batch that is written:
+  // they come in LSN order, and only the other records need sorting.
+  rocksdb::WriteBatch* const import_sorted = import ? import_sorted_.Take(2 * reserve) : nullptr;
   GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(),
-                       import ? import_batch_.Take(reserve) : &ordinary);
+                       import ? import_batch_.Take(reserve) : &ordinary, import_sorted);
   std::vector<WriteResult> results;
   results.reserve(requests);
   if (import) {
@@ -977,8 +993,8 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   // watermark goes with it and the processor applies the same changes again.
   const bool sync = options_.sync && std::any_of(group.begin(), group.end(),
                                                  [](const Pending& p) { return p.sync; });
-  bool synced = false;                 // a write with an fsync: everything before it is durable too
-  if (builder.batch()->Count() > 0) {  // reads alone write nothing
+  bool synced = false;  // a write with an fsync: everything before it is durable too
+  if (builder.wrote()) {
     if (last >= first) {
       builder.batch()->Put(db_->meta(), key_format::kMetaHeadLsn, key_format::EncodeU64(last));
     }
@@ -987,11 +1003,22 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
     auto started = std::chrono::steady_clock::now();
     // An import's keys are scattered over the memtables; written in key
     // order they go in several times faster (the skip list's last insert
-    // position is reused). Same records, same single WriteBatch.
+    // position is reused). Same records, one WriteBatch: the import's change
+    // records, then its other records sorted.
     rocksdb::WriteBatch* written = builder.batch();
     if (import) {
-      rocksdb::WriteBatch* sorted = import_sorted_.Take(written->GetDataSize());
-      if (SortedByKey(*written, sorted)) written = sorted;
+      written = import_sorted;
+      if (!SortedByKey(*builder.batch(), written)) {
+        // The builder adds only Puts and Deletes of the store's column
+        // families; should that ever change, the group fails whole, and
+        // nothing of it is written.
+        requests_rejected_ -= requests - committed_requests;
+        requests_failed_ += requests;
+        const Status unsortable(ErrorCode::kStorageError, "an import batch could not be sorted");
+        FEEDD_LOG(kError, "storage") << unsortable.message();
+        for (Pending& pending : group) Fail(pending, unsortable);
+        return;
+      }
     }
     rocksdb::Status s = db_->db()->Write(wo, written);
     if (options_.on_group_commit) {
@@ -1013,7 +1040,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       return;
     }
     synced = sync;
-    if (space_ != nullptr) space_->NoteWritten(builder.batch()->GetDataSize());
+    if (space_ != nullptr) space_->NoteWritten(written->GetDataSize());
     for (const auto& [index, counts] : builder.changes()) {
       for (size_t op = 0; op < 3; ++op) changes_by_container_[index][op] += counts[op];
       churn_.NoteCommitted(index, counts);

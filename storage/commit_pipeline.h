@@ -150,8 +150,8 @@ class CommitPipeline {
   // Commit thread, with unsynced groups: syncs the WAL, then publishes; on
   // failure the pipeline is failed (as after a failed write).
   Status SyncUnsynced();
-  // Commit thread: adds to the empty `sorted` the records of `batch` (Puts
-  // and Deletes) in (column family, key) order, records of one key in their
+  // Commit thread: adds to `sorted` the records of `batch` (Puts and
+  // Deletes) in (column family, key) order, records of one key in their
   // order; false when `batch` holds anything else.
   bool SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::WriteBatch* sorted);
   // Commit thread, while failed: asks RocksDB to resume; on success
@@ -188,8 +188,9 @@ class CommitPipeline {
   uint64_t last_ts_ms_ = 0;  // commit thread only
   // Commit thread only: column family handles by id (SortedByKey).
   std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
-  // Commit thread only: an import group's batch and its sorted copy (each
-  // about twice import.batch_mb). Kept from one import group to the next,
+  // Commit thread only: an import group's batch of items and index entries,
+  // and the batch written: its change records, then the other batch sorted
+  // (together about twice import.batch_mb). Kept from one import group to the next,
   // so their memory is not taken fresh from the kernel, page fault by page
   // fault, for every group.
   ReusedWriteBatch import_batch_, import_sorted_;
