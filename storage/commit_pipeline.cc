@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -39,23 +40,43 @@ bool EtagMatches(std::string_view if_match, Lsn lsn) {
   return if_match == std::to_string(lsn);
 }
 
+// Appends `n` in decimal, as std::to_string() writes it, without a string
+// of its own.
+void AppendDecimal(std::string* out, uint64_t n) {
+  char digits[20];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), n).ptr;
+  out->append(digits, end);
+}
+
 // body_json is a serialized non-empty object ("{...}" with at least `id`).
 std::string WithSystemProperties(std::string_view body_json, Lsn lsn, uint64_t ts_ms) {
   std::string out;
   out.reserve(body_json.size() + 64);
   out.append(body_json.substr(0, body_json.size() - 1));
   out += ",\"_etag\":\"\\\"";
-  out += std::to_string(lsn);
+  AppendDecimal(&out, lsn);
   out += "\\\"\",\"_lsn\":";
-  out += std::to_string(lsn);
+  AppendDecimal(&out, lsn);
   out += ",\"_ts\":";
-  out += std::to_string(ts_ms);
+  AppendDecimal(&out, ts_ms);
   out += '}';
   return out;
 }
 
+// Appends `s` as a JSON string, as boost::json::serialize() writes it: a
+// string with no quote, backslash or control character (every partition
+// key and id of the scenario) goes in as it is, between quotes.
 void AppendJsonString(std::string* out, std::string_view s) {
-  *out += boost::json::serialize(boost::json::string_view(s.data(), s.size()));
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+  });
+  if (!plain) {
+    *out += boost::json::serialize(boost::json::string_view(s.data(), s.size()));
+    return;
+  }
+  *out += '"';
+  out->append(s);
+  *out += '"';
 }
 
 // `imported`: the change of a bulk import, marked "import": true.
@@ -67,7 +88,7 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   std::string out;
   out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
   out += "{\"lsn\":";
-  out += std::to_string(lsn);
+  AppendDecimal(&out, lsn);
   out += ",\"op\":\"";
   out += ChangeOpName(op);
   out += "\",\"container\":";
@@ -77,7 +98,7 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   out += ",\"id\":";
   AppendJsonString(&out, id);
   out += ",\"ts\":";
-  out += std::to_string(ts_ms);
+  AppendDecimal(&out, ts_ms);
   if (imported) out += ",\"import\":true";
   out += ",\"before\":";
   before_span->offset = out.size();

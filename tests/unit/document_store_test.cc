@@ -462,6 +462,33 @@ TEST_F(StoreTest, CreateReturns201AndStoresSystemProperties) {
   EXPECT_TRUE(HasCode(ReadStatus("users", "P", "a"), ErrorCode::kNotFound));
 }
 
+// The change envelope names each item's partition key and id as JSON
+// strings, escaped where they need it, exactly as boost::json writes them.
+TEST_F(StoreTest, TheEnvelopeEscapesPartitionKeysAndIdsThatNeedIt) {
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"P", "a"},          {"q\"uote", "q\"id"}, {"back\\slash", "b"},
+      {"line\nfeed", "c"}, {"\x01ctl\x1f", "d"}, {"\xc3\xa9t\xc3\xa9", "\xc3\xa9"}};
+  for (const auto& [pk, id] : keys) {
+    json::object body{{"id", id}, {"postId", pk}, {"userId", "u1"}};
+    ASSERT_TRUE(IsOk(Create("posts", json::serialize(body)).status)) << pk;
+  }
+  std::vector<ChangeRecord> feed = Feed();
+  ASSERT_EQ(feed.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& [pk, id] = keys[i];
+    SCOPED_TRACE(pk);
+    const std::string& envelope = feed[i].envelope_json;
+    EXPECT_NE(envelope.find(",\"partitionKey\":" + json::serialize(json::string(pk)) +
+                            ",\"id\":" + json::serialize(json::string(id)) + ","),
+              std::string::npos)
+        << envelope;
+    json::value parsed = json::parse(envelope);
+    EXPECT_EQ(S(parsed.at("partitionKey")), pk);
+    EXPECT_EQ(S(parsed.at("id")), id);
+    EXPECT_EQ(S(parsed.at("container")), "posts");
+  }
+}
+
 TEST_F(StoreTest, CreateOfExistingItemIsConflict) {
   WriteResult first = Create("posts", R"({"id":"a","postId":"P","title":"one"})");
   ASSERT_TRUE(IsOk(first.status));
