@@ -24,6 +24,8 @@ PACKAGES=(
   # the SF 1 import (bench/sf1_import.sh): the data set kept compressed,
   # streamed into the import route
   zstd curl
+  # an import's instructions per item, by function (bench/import_instructions.sh)
+  valgrind
   # the PostgreSQL peer benchmark (bench/peer/postgres): the server, its
   # client tools (psql, pgbench, pg_recvlogical) and the wal2json plugin
   postgresql-15 postgresql-client-15 postgresql-15-wal2json
