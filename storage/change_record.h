@@ -37,6 +37,15 @@ struct ChangeRecord {
   // change. While the item's generation is still this value, the
   // after-image is its current version. 0 when unknown (read from the feed).
   uint64_t item_generation = 0;
+  // In memory only, likewise: where the after-image starts in
+  // envelope_json (right after `,"after":`), so that a reader goes straight
+  // to it (KnownAfterImage()). 0 when unknown.
+  size_t after_offset = 0;
+
+  // The after-image's text ("null" for none) when after_offset is known and
+  // still points just past `,"after":` in an envelope that ends there;
+  // nullopt otherwise (the reader then scans the envelope for it).
+  std::optional<std::string_view> KnownAfterImage() const;
 };
 
 // The change records of one committed group, in LSN order and without gaps

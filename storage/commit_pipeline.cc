@@ -80,11 +80,12 @@ void AppendJsonString(std::string* out, std::string_view s) {
 }
 
 // `imported`: the change of a bulk import, marked "import": true.
-// *before_span: where the before-image is in the result.
+// *before_span: where the before-image is in the result; *after_offset:
+// where the after-image starts (ChangeRecord::after_offset).
 std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::string_view pk,
                      std::string_view id, uint64_t ts_ms, bool imported,
                      std::optional<std::string_view> before, std::optional<std::string_view> after,
-                     kf::ImageSpan* before_span) {
+                     kf::ImageSpan* before_span, size_t* after_offset) {
   std::string out;
   out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
   out += "{\"lsn\":";
@@ -105,6 +106,7 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
   out += before ? *before : "null";
   before_span->size = out.size() - before_span->offset;
   out += ",\"after\":";
+  *after_offset = out.size();
   out += after ? *after : "null";
   out += '}';
   return out;
@@ -666,8 +668,9 @@ class CommitPipeline::GroupBuilder {
                     ChangeOp change_op, bool imported, std::optional<std::string_view> before,
                     std::optional<std::string_view> after) {
     kf::ImageSpan before_span;
+    size_t after_offset = 0;
     std::string envelope = Envelope(lsn, change_op, c.spec.name, pk, id, ts_ms_, imported, before,
-                                    after, &before_span);
+                                    after, &before_span, &after_offset);
     std::string feed_value =
         kf::FeedValue(ts_ms_, change_op, c.spec.name, pk, id, envelope,
                       before ? std::optional<kf::ImageSpan>(before_span) : std::nullopt);
@@ -678,6 +681,7 @@ class CommitPipeline::GroupBuilder {
       record = records_->size();
       records_->push_back(
           ChangeRecord{lsn, ts_ms_, change_op, c.spec.name, pk, id, std::move(envelope)});
+      records_->back().after_offset = after_offset;
     }
     request_changes_.push_back({c.index, change_op, &pk, id, record});
   }

@@ -334,6 +334,7 @@ bool DecodeFeedValue(std::string_view value, ChangeRecord* record) {
     record->envelope_json.assign(value);
   }
   record->op = static_cast<ChangeOp>(op);
+  record->after_offset = 0;  // not kept in the feed: a reader scans for it
   record->container.assign(container);
   record->partition_key.assign(pk);
   record->id.assign(id);

@@ -219,10 +219,11 @@ class FieldCopy : public ProcessorKind {
       return true;
     }
     std::vector<std::optional<std::string_view>> found;
-    if (FindJsonMembers(record.envelope_json, kAfter, target_members, &found) ==
-        JsonScan::kMalformed) {
-      return false;
-    }
+    const std::optional<std::string_view> after = record.KnownAfterImage();
+    const JsonScan scan =
+        after ? FindJsonMembers(*after, target_members, &found)
+              : FindJsonMembers(record.envelope_json, kAfter, target_members, &found);
+    if (scan == JsonScan::kMalformed) return false;
     *key_text = found[0];
     *copy_text = found[1];
     return true;

@@ -476,6 +476,12 @@ TEST_F(UsernamesTest, AppliedAlreadyIsNeverTrueWhereApplyWouldWrite) {
         if (shape == 3) item["userUsername"] = 7;
         const Change change = ctx_.Put("posts", item);
         const bool already = kind_->AppliedAlready(ToChangeRecord(change), ctx_);
+        // The same told from a record that knows where its after-image is,
+        // as the commit path hands them out.
+        ChangeRecord located = ToChangeRecord(change);
+        located.after_offset = located.envelope_json.rfind(R"(,"after":)") + 9;
+        ASSERT_TRUE(located.KnownAfterImage().has_value());
+        EXPECT_EQ(kind_->AppliedAlready(located, ctx_), already) << boost::json::serialize(item);
         const size_t staged = StagedBy(*kind_, ctx_, change);
         EXPECT_TRUE(!already || staged == 0) << boost::json::serialize(item);
         told += already ? 1 : 0;

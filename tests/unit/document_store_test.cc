@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/json_scan.h"
 #include "storage/key_format.h"
 #include "storage/patch.h"
 #include "storage/prepared_item.h"
@@ -2496,6 +2497,51 @@ TEST_F(StoreTest, CommittedRecordsCarryTheirItemsGenerationAfterEachChange) {
   ASSERT_TRUE(IsOk(store_->ReadFeed(spec, &page)));
   ASSERT_EQ(page.records.size(), 3u);
   for (const ChangeRecord& record : page.records) EXPECT_EQ(record.item_generation, 0u);
+}
+
+// The records handed to commit listeners know where their after-image is
+// (ChangeRecord::KnownAfterImage): exactly the envelope's "after" member,
+// for a create, a replace, a patch and a delete ("null"). Records read
+// back from the feed do not, and are scanned instead.
+TEST_F(StoreTest, CommittedRecordsKnowWhereTheirAfterImageIs) {
+  HandedRecords listener(store_.get());
+  // A before-image with an "after" member of its own comes first in the
+  // envelope: the offset, not a search for the name, finds the right one.
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"a","postId":"p\"1","after":{"after":1}})").status));
+  ASSERT_TRUE(IsOk(Upsert("posts", R"({"id":"a","postId":"p\"1","after":2})").status));
+  ASSERT_TRUE(
+      IsOk(Patch("posts", "p\"1", "a", R"([{"op":"incr","path":"/after","value":1}])").status));
+  ASSERT_TRUE(IsOk(Delete("posts", "p\"1", "a").status));
+  const std::vector<ChangeRecord> handed = listener.Stop();
+  ASSERT_EQ(handed.size(), 4u);
+  for (const ChangeRecord& record : handed) {
+    SCOPED_TRACE(record.envelope_json);
+    std::string_view scanned;
+    ASSERT_EQ(FindJsonValue(record.envelope_json, {"after"}, &scanned), JsonScan::kFound);
+    ASSERT_TRUE(record.KnownAfterImage().has_value());
+    EXPECT_EQ(*record.KnownAfterImage(), scanned);
+  }
+  EXPECT_EQ(*handed[3].KnownAfterImage(), "null");
+  for (const ChangeRecord& record : Feed(1)) EXPECT_FALSE(record.KnownAfterImage().has_value());
+}
+
+// An offset is trusted only where it still stands right after `,"after":`
+// at the end of the envelope: a record whose envelope was replaced, or
+// whose offset is unknown, reads nothing from it.
+TEST(ChangeRecordTest, AnAfterOffsetThatDoesNotFitItsEnvelopeIsNotTrusted) {
+  ChangeRecord record;
+  record.envelope_json = R"({"lsn":1,"before":{"after":7},"after":{"id":"a"}})";
+  EXPECT_FALSE(record.KnownAfterImage().has_value());  // unknown: 0
+  record.after_offset = record.envelope_json.rfind(R"("after":)") + 8;
+  ASSERT_TRUE(record.KnownAfterImage().has_value());
+  EXPECT_EQ(*record.KnownAfterImage(), R"({"id":"a"})");
+  record.after_offset = record.envelope_json.find(R"("after":)") + 8;  // inside the before-image
+  EXPECT_FALSE(record.KnownAfterImage().has_value());
+  record.after_offset = record.envelope_json.size();  // past the end
+  EXPECT_FALSE(record.KnownAfterImage().has_value());
+  record.after_offset = record.envelope_json.rfind(R"("after":)") + 8;
+  record.envelope_json = R"({"lsn":1,"after":null})";  // another envelope
+  EXPECT_FALSE(record.KnownAfterImage().has_value());
 }
 
 // A replace's before-image is stored as its difference from the after-image
