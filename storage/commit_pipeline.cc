@@ -989,7 +989,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   rocksdb::WriteBatch ordinary;  // a few KiB: new for each group
   // An import's change records go straight to the batch that is written:
   // they come in LSN order, and only the other records need sorting.
-  rocksdb::WriteBatch* const import_sorted = import ? import_sorted_.Take(2 * reserve) : nullptr;
+  rocksdb::WriteBatch* const import_sorted = import ? import_sorted_.Take(reserve) : nullptr;
   GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(),
                        import ? import_batch_.Take(reserve) : &ordinary, import_sorted);
   std::vector<WriteResult> results;
