@@ -513,8 +513,8 @@ class CommitPipeline::GroupBuilder {
     }
   }
 
-  // The records of the added requests but the change records, or all of
-  // them when no feed batch was given.
+  // The records of the added requests: all of them, or all but their
+  // change records when a feed batch was given.
   rocksdb::WriteBatch* batch() { return batch_; }
   // Whether the added requests wrote anything (reads alone write nothing).
   bool wrote() const {
