@@ -340,7 +340,9 @@ TEST(JsonScanTest, FindJsonMembersAtAPathAgreesWithFindJsonValue) {
     std::string_view one;
     JsonScan found = FindJsonValue(envelope, {"after", names[i]}, &one);
     ASSERT_EQ(values[i].has_value(), found == JsonScan::kFound);
-    if (values[i]) EXPECT_EQ(*values[i], one);
+    if (values[i]) {
+      EXPECT_EQ(*values[i], one);
+    }
   }
   EXPECT_EQ(*values[1], "\"u1\"");
   EXPECT_EQ(*values[2], "[1,{\"x\":2}]");
