@@ -377,8 +377,8 @@ bool CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::Writ
 class CommitPipeline::GroupBuilder {
  public:
   // `collect_records`: keep each change's record for the commit listeners.
-  // `batch`: empty; the group is added to it. `feed_batch`, when given and
-  // not `batch`: empty; the change records go there instead (an import's,
+  // `batch`: empty; the group is added to it. `feed_batch`, when given: empty
+  // and another batch; the change records go there instead (an import's,
   // whose other records are then sorted into it: SortedByKey()).
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
                bool collect_records, rocksdb::WriteBatch* batch,
@@ -389,7 +389,7 @@ class CommitPipeline::GroupBuilder {
         ts_ms_(ts_ms),
         records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr),
         batch_(batch),
-        feed_batch_(feed_batch != nullptr && feed_batch != batch ? feed_batch : nullptr) {}
+        feed_batch_(feed_batch) {}
 
   // Adds every one of `requests` (and `view`'s watermark, when given) to the
   // batch, or leaves the batch untouched and returns the failure.
