@@ -10,7 +10,8 @@
 # write, and CPU ms per write of each thread group (threads named as in
 # docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`),
 # and the KiB the daemon had written to the disk per write (`write_bytes` of
-# /proc/PID/io: the WAL, flushes and compactions).
+# /proc/PID/io: the WAL, flushes and compactions) and its minor page faults
+# per write (/proc/PID/stat: memory touched for the first time).
 # With COUNT=switches it counts voluntary context switches per write instead
 # (the keys then say so). Run two binaries in turns on the same DATA_DIR to
 # compare them.
@@ -32,9 +33,11 @@ else
 fi
 snap > "$W/t0"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io0"
+awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
+awk '{print $10}' "/proc/$PID/stat" > "$W/flt1"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W" "$COUNT" <<'PY'
 import json, sys, re, collections
@@ -54,7 +57,9 @@ tot = sum(t1.values()) - sum(t0.values())
 groups = {g: (t1[g] - t0.get(g, 0)) * per_tick / writes for g in t1}
 name = "cpu_ms" if count == "cpu" else "switches"
 disk = int(open(w + "/io1").read()) - int(open(w + "/io0").read())
+faults = int(open(w + "/flt1").read()) - int(open(w + "/flt0").read())
 print(json.dumps({"req_per_s": round(r["req_per_s"]), name + "_per_write": round(tot * per_tick / writes, 4),
                   "disk_kib_per_write": round(disk / 1024 / writes, 2),
+                  "minor_faults_per_write": round(faults / writes, 2),
                   "by_thread_" + unit + "_per_write": {g: round(v, 4) for g, v in sorted(groups.items(), key=lambda x: -x[1]) if v > floor}}))
 PY
