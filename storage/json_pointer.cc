@@ -1,6 +1,7 @@
 #include "storage/json_pointer.h"
 
 #include <boost/json.hpp>
+#include <span>
 
 namespace feedd {
 
@@ -18,24 +19,67 @@ bool ParseArrayIndex(std::string_view token, size_t* index) {
 
 namespace {
 
+// One step of a lookup: the member `token` of an object, or the element it
+// names of an array; nullptr when there is none.
 template <typename V>
-V* FindIn(V* current, const std::vector<std::string>& tokens) {
+V* Step(V* current, std::string_view token) {
+  if (current->is_object()) {
+    auto& obj = current->as_object();
+    auto it = obj.find(token);
+    return it == obj.end() ? nullptr : &it->value();
+  }
+  if (current->is_array()) {
+    auto& arr = current->as_array();
+    size_t index;
+    if (!ParseArrayIndex(token, &index) || index >= arr.size()) return nullptr;
+    return &arr[index];
+  }
+  return nullptr;
+}
+
+template <typename V>
+V* FindIn(V* current, std::span<const std::string> tokens) {
   for (const auto& token : tokens) {
-    if (current->is_object()) {
-      auto& obj = current->as_object();
-      auto it = obj.find(token);
-      if (it == obj.end()) return nullptr;
-      current = &it->value();
-    } else if (current->is_array()) {
-      auto& arr = current->as_array();
-      size_t index;
-      if (!ParseArrayIndex(token, &index) || index >= arr.size()) return nullptr;
-      current = &arr[index];
-    } else {
-      return nullptr;
-    }
+    current = Step(current, token);
+    if (current == nullptr) return nullptr;
   }
   return current;
+}
+
+// Calls `each(token)` for every token of the pointer `text` ("/a~1b/c":
+// "a/b", "c"), in order, while it returns true. A token without escapes is
+// a view into `text`; one with escapes is decoded into a scratch string.
+// Returns false when `text` is not "" and does not start with '/', or has a
+// '~' not followed by '0' or '1' (in which case `each` may have run for
+// the tokens before it).
+template <typename Each>
+bool ForEachToken(std::string_view text, Each each) {
+  if (text.empty()) return true;
+  if (text[0] != '/') return false;
+  std::string decoded;
+  size_t begin = 1;
+  while (true) {
+    size_t end = text.find('/', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view token = text.substr(begin, end - begin);
+    if (token.find('~') != std::string_view::npos) {
+      decoded.clear();
+      for (size_t i = 0; i < token.size(); ++i) {
+        if (token[i] != '~') {
+          decoded.push_back(token[i]);
+          continue;
+        }
+        const char next = i + 1 < token.size() ? token[i + 1] : '\0';
+        if (next != '0' && next != '1') return false;
+        decoded.push_back(next == '0' ? '~' : '/');
+        ++i;
+      }
+      token = decoded;
+    }
+    if (!each(token)) return true;
+    if (end == text.size()) return true;
+    begin = end + 1;
+  }
 }
 
 }  // namespace
@@ -43,31 +87,26 @@ V* FindIn(V* current, const std::vector<std::string>& tokens) {
 Result<JsonPointer> JsonPointer::Parse(std::string_view text) {
   JsonPointer p;
   p.text_.assign(text);
-  if (text.empty()) return p;
+  const bool valid = ForEachToken(text, [&](std::string_view token) {
+    p.tokens_.emplace_back(token);
+    return true;
+  });
+  if (valid) return p;
   if (text[0] != '/') {
     return Status(ErrorCode::kInvalidRequest,
                   "JSON Pointer '" + std::string(text) + "' must start with '/'");
   }
-  std::string token;
-  for (size_t i = 1; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == '/') {
-      p.tokens_.push_back(std::move(token));
-      token.clear();
-    } else if (text[i] == '~') {
-      char next = i + 1 < text.size() ? text[i + 1] : '\0';
-      if (next == '0')
-        token.push_back('~');
-      else if (next == '1')
-        token.push_back('/');
-      else
-        return Status(ErrorCode::kInvalidRequest,
-                      "JSON Pointer '" + std::string(text) + "' has a bad '~' escape");
-      ++i;
-    } else {
-      token.push_back(text[i]);
-    }
-  }
-  return p;
+  return Status(ErrorCode::kInvalidRequest,
+                "JSON Pointer '" + std::string(text) + "' has a bad '~' escape");
+}
+
+const boost::json::value* JsonPointer::Find(std::string_view text, const boost::json::value& root) {
+  const boost::json::value* current = &root;
+  const bool valid = ForEachToken(text, [&](std::string_view token) {
+    current = Step(current, token);
+    return current != nullptr;
+  });
+  return valid ? current : nullptr;
 }
 
 bool JsonPointer::IsSameOrUnder(const JsonPointer& other) const {
@@ -86,8 +125,7 @@ const boost::json::value* JsonPointer::Find(const boost::json::object& root) con
   if (tokens_.empty()) return nullptr;
   const boost::json::value* first = root.if_contains(tokens_[0]);
   if (first == nullptr) return nullptr;
-  std::vector<std::string> rest(tokens_.begin() + 1, tokens_.end());
-  return FindIn(first, rest);
+  return FindIn(first, std::span<const std::string>(tokens_).subspan(1));
 }
 
 boost::json::value* JsonPointer::Find(boost::json::value& root) const {

@@ -34,6 +34,13 @@ class JsonPointer {
   // The same inside an object (nullptr for the root pointer).
   const boost::json::value* Find(const boost::json::object& root) const;
 
+  // The value at the pointer `text` inside `root`, as Parse(text)->Find(root)
+  // finds it, without building a JsonPointer: no allocation unless a token
+  // has a '~' escape. For the paths a write looks up in every item (a
+  // container's partition key and indexes, validated at start-up). nullptr
+  // when absent, or when `text` does not parse.
+  static const boost::json::value* Find(std::string_view text, const boost::json::value& root);
+
  private:
   std::string text_;
   std::vector<std::string> tokens_;

@@ -54,8 +54,7 @@ std::vector<std::optional<std::string>> ExtractIndexValues(const ContainerSpec& 
   std::vector<std::optional<std::string>> values;
   values.reserve(spec.index_paths.size());
   for (const auto& path : spec.index_paths) {
-    auto pointer = JsonPointer::Parse(path);
-    const boost::json::value* v = pointer.ok() ? pointer->Find(item) : nullptr;
+    const boost::json::value* v = JsonPointer::Find(path, item);
     values.push_back(v ? key_format::EncodeIndexValue(*v) : std::nullopt);
   }
   return values;
@@ -141,9 +140,8 @@ Result<PreparedItem> Prepare(const ContainerSpec& spec, boost::json::object body
   }
   boost::json::value root(std::move(body));
   if (Status s = CheckItemDepth(root, "the item"); !s.ok()) return s;
-  auto pointer = JsonPointer::Parse(spec.partition_key_path);
-  if (!pointer.ok()) return pointer.status();
-  const boost::json::value* pk = pointer->Find(root);
+  // The spec's paths are valid JSON Pointers (ValidateContainerSpec).
+  const boost::json::value* pk = JsonPointer::Find(spec.partition_key_path, root);
   if (pk == nullptr) {
     return Status(ErrorCode::kInvalidPartitionKey,
                   "the item has no partition key at " + spec.partition_key_path);

@@ -4,7 +4,8 @@
 // Invariants: a parsed pointer re-escapes to its text; it is the same as or
 // under itself and its parent; array tokens ParseArrayIndex accepts are
 // canonical; Find on a document never fails, and finds the value a pointer
-// built from an existing path names.
+// built from an existing path names; Find by text finds what the parsed
+// pointer finds, and nothing for text that does not parse.
 #include <boost/json/parse.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -62,6 +63,8 @@ void CheckPointer(const JsonPointer& pointer) {
   }
 
   const boost::json::value* found = pointer.Find(Document());
+  FUZZ_CHECK(JsonPointer::Find(pointer.text(), Document()) == found,
+             "Find by text differs for '" + text + "'");
   if (pointer.is_root()) FUZZ_CHECK(found == &Document(), "the root pointer must find the root");
   if (found != nullptr && !pointer.is_root()) {
     const boost::json::value* in_object = pointer.Find(Document().get_object());
@@ -79,6 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     feedd::CheckPointer(*pointer);
   } else {
     FUZZ_CHECK(!text.empty(), "the root pointer must parse");
+    FUZZ_CHECK(feedd::JsonPointer::Find(text, feedd::Document()) == nullptr,
+               "Find by text of a pointer that does not parse found something");
     feedd::fuzz::CheckClientError(pointer.status());
   }
   return 0;

@@ -136,5 +136,35 @@ TEST(JsonPointerTest, MutableFindAllowsModification) {
   EXPECT_EQ(Ptr("/a/missing").Find(doc), nullptr);
 }
 
+TEST(JsonPointerTest, FindByTextAgreesWithAParsedPointer) {
+  const boost::json::value doc =
+      Json(R"({"a":{"b":[10,{"c":"d"}]},"a/b":1,"m~n":2,"":{"":3},"~1":4,"arr":[[5]],"s":"x"})");
+  for (const char* text :
+       {"", "/a", "/a/b", "/a/b/0", "/a/b/1/c", "/a~1b", "/m~0n", "/", "//", "/~01", "/arr/0/0",
+        "/arr/00", "/arr/1", "/a/b/-", "/missing", "/a/missing/deeper", "/s/0", "/a/b/1/c/d"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(JsonPointer::Find(text, doc), Ptr(text).Find(doc));
+  }
+  EXPECT_NE(JsonPointer::Find("/a/b/1/c", doc), nullptr);
+  EXPECT_EQ(*JsonPointer::Find("/~01", doc), Json("4"));
+}
+
+TEST(JsonPointerTest, FindByTextOfAMalformedPointerFindsNothing) {
+  const boost::json::value doc = Json(R"({"a":{"b":1},"~2":5})");
+  for (const char* bad : {"a", "a/b", "~1", "/a~", "/~2", "/a/b~", "/a~/b"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(JsonPointer::Parse(bad).ok());
+    EXPECT_EQ(JsonPointer::Find(bad, doc), nullptr);
+  }
+}
+
+TEST(JsonPointerTest, FindInAnObjectSkipsTheFirstTokenOnly) {
+  const boost::json::object doc = Json(R"({"a":{"b":[1,{"c":2}]}})").as_object();
+  ASSERT_NE(Ptr("/a/b/1/c").Find(doc), nullptr);
+  EXPECT_EQ(*Ptr("/a/b/1/c").Find(doc), Json("2"));
+  EXPECT_EQ(Ptr("/a/b/2").Find(doc), nullptr);
+  EXPECT_EQ(Ptr("").Find(doc), nullptr);
+}
+
 }  // namespace
 }  // namespace feedd
