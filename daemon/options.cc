@@ -145,15 +145,6 @@ const OptionSpec kOptions[] = {
        if (s.ok()) c.store.block_cache_bytes = static_cast<size_t>(mb * kMiB);
        return s;
      }},
-    {"storage.wal_prezero_mb", "64",
-     "largest zero-filled file a new write-ahead log starts as, in MiB, so that a commit's "
-     "fsync writes its data alone (0 = logs start empty, ..4096)",
-     [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 0, 4096, &mb);
-       if (s.ok()) c.store.wal_pre_zeroed_bytes = mb * kMiB;
-       return s;
-     }},
     {"storage.query_cache_mb", "64",
      "memory for answers of single-partition queries, in MiB (0 = no query cache)",
      [](std::string_view v, DaemonConfig& c) {

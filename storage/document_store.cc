@@ -187,11 +187,6 @@ class RocksDocumentStore final : public DocumentStore {
     stats.requests_failed = pipeline_.requests_failed();
     stats.requests_refused_no_space = space_.refused();
     stats.churn_flushes = pipeline_.churn_flushes();
-    if (const PreZeroedWalFileSystem* wal = db_->pre_zeroed_wal(); wal != nullptr) {
-      stats.wal_logs_pre_zeroed = wal->logs_pre_zeroed();
-      stats.wal_logs_empty = wal->logs_empty();
-      stats.wal_pre_zero_failures = wal->fill_failures();
-    }
     stats.query_cache_hits = cache_.hits();
     stats.query_cache_misses = cache_.misses();
     stats.query_cache_bytes = cache_.bytes();

@@ -66,11 +66,6 @@ struct StoreStats {
   uint64_t requests_refused_no_space = 0;
   uint64_t changes_committed = 0;
   uint64_t churn_flushes = 0;  // memtable flushes of containers full of dead entries
-  // New write-ahead logs that started as a pre-zeroed file, and that started
-  // empty because none was ready; pre-zeroed files that could not be written.
-  uint64_t wal_logs_pre_zeroed = 0;
-  uint64_t wal_logs_empty = 0;
-  uint64_t wal_pre_zero_failures = 0;
   uint64_t query_cache_hits = 0;
   uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
   uint64_t query_cache_bytes = 0;

@@ -56,12 +56,6 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   std::unique_ptr<RocksDatabase> database(new RocksDatabase());
   std::shared_ptr<rocksdb::FileSystem> base =
       options.file_system ? options.file_system : rocksdb::FileSystem::Default();
-  if (options.wal_pre_zeroed_bytes > 0) {
-    auto pre_zeroed = std::make_shared<PreZeroedWalFileSystem>(
-        base, options.data_dir, options.wal_pre_zeroed_bytes, /*pool_files=*/1);
-    database->pre_zeroed_wal_ = pre_zeroed.get();
-    base = std::move(pre_zeroed);
-  }
   if (options.on_wal_sync) {
     base = std::make_shared<WalSyncTimingFileSystem>(base, options.on_wal_sync);
   }

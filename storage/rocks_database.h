@@ -16,7 +16,6 @@
 
 #include "storage/container_spec.h"
 #include "storage/json_pointer.h"
-#include "storage/pre_zeroed_wal_file_system.h"
 #include "storage/store_options.h"
 #include "util/status.h"
 
@@ -49,9 +48,6 @@ class RocksDatabase {
 
   // The file system RocksDB works on.
   rocksdb::FileSystem* file_system() const { return file_system_.get(); }
-  // The pool of pre-zeroed write-ahead logs; null when
-  // StoreOptions::wal_pre_zeroed_bytes is 0.
-  const PreZeroedWalFileSystem* pre_zeroed_wal() const { return pre_zeroed_wal_; }
 
   // The head LSN and feed truncation point recorded in the metadata.
   uint64_t stored_head_lsn() const { return stored_head_lsn_; }
@@ -70,8 +66,7 @@ class RocksDatabase {
   Status LoadFeedMetadata();
 
   std::shared_ptr<rocksdb::FileSystem> file_system_;
-  PreZeroedWalFileSystem* pre_zeroed_wal_ = nullptr;  // inside file_system_
-  std::unique_ptr<rocksdb::Env> env_;                 // over file_system_; outlives db_
+  std::unique_ptr<rocksdb::Env> env_;  // over file_system_; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* feed_ = nullptr;

@@ -52,13 +52,6 @@ struct StoreOptions {
 
   size_t block_cache_bytes = 256u * 1024 * 1024;
   size_t write_buffer_bytes = 64u * 1024 * 1024;
-  // Each new write-ahead log starts as a file of zeros of at most this many
-  // bytes, written and synced beforehand (the first while the store opens,
-  // the others by a background thread), so that a commit's sync writes its
-  // data alone (storage/pre_zeroed_wal_file_system.h); one such file is kept
-  // ready in the data directory. 0: logs start empty. The daemon's default
-  // is 64 MiB (storage.wal_prezero_mb).
-  uint64_t wal_pre_zeroed_bytes = 0;
   // Answers of single-partition queries kept in memory (storage/query_cache.h);
   // 0 disables the cache.
   size_t query_cache_bytes = 64u * 1024 * 1024;

@@ -53,14 +53,6 @@ void CollectRocksDb(const DocumentStore& store, const StoreStats& stats, Familie
   f.Counter("feedd_rocksdb_churn_flushes_total",
             "Memtable flushes of containers whose recent writes were mostly deletes and overwrites",
             static_cast<double>(stats.churn_flushes));
-  const char* help_wal = "New write-ahead logs, by how they started (storage.wal_prezero_mb)";
-  f.Counter("feedd_storage_wal_files_total", help_wal,
-            static_cast<double>(stats.wal_logs_pre_zeroed), {{"start", "pre_zeroed"}});
-  f.Counter("feedd_storage_wal_files_total", help_wal, static_cast<double>(stats.wal_logs_empty),
-            {{"start", "empty"}});
-  f.Counter("feedd_storage_wal_pre_zero_failures_total",
-            "Pre-zeroed write-ahead log files that could not be written (logged)",
-            static_cast<double>(stats.wal_pre_zero_failures));
   for (const auto& u : store.Usage()) {
     f.Gauge("feedd_storage_items", "Items per container (RocksDB estimate)",
             static_cast<double>(u.estimated_items), {{"container", u.container}});

@@ -74,31 +74,17 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* d) override {
-    if (rocksdb::IOStatus failed = FailIfWalOpenShould(f); !failed.ok()) return failed;
-    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, d);
-    if (s.ok() && f.size() >= 4 && f.compare(f.size() - 4, 4, "/LOG") == 0) {
-      *r = std::make_unique<FillingFile>(std::move(*r), &info_log_full_);
-    }
-    return s;
-  }
-  // How a new WAL is opened from a pre-zeroed file (storage.wal_prezero_mb):
-  // it fails the same way.
-  rocksdb::IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
-                                      const rocksdb::FileOptions& o,
-                                      std::unique_ptr<rocksdb::FSWritableFile>* r,
-                                      rocksdb::IODebugContext* d) override {
-    if (rocksdb::IOStatus failed = FailIfWalOpenShould(f); !failed.ok()) return failed;
-    return target()->ReuseWritableFile(f, old, o, r, d);
-  }
-  // EMFILE while FailNextWalOpens() has failures left and `f` is a WAL.
-  rocksdb::IOStatus FailIfWalOpenShould(const std::string& f) {
     if (f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0 && wal_open_failures_ > 0) {
       --wal_open_failures_;
       ++wal_opens_failed_;
       return rocksdb::IOStatus::IOError("While open a file for appending: " + f,
                                         std::strerror(EMFILE));
     }
-    return rocksdb::IOStatus::OK();
+    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, d);
+    if (s.ok() && f.size() >= 4 && f.compare(f.size() - 4, 4, "/LOG") == 0) {
+      *r = std::make_unique<FillingFile>(std::move(*r), &info_log_full_);
+    }
+    return s;
   }
 
   // RocksDB's info log, opened through NewWritableFile() above.
@@ -134,8 +120,7 @@ class StorageFaultsTest : public ::testing::Test {
     o.clock = &clock_;
     o.retention_interval_ms = 3600 * 1000;
     o.block_cache_bytes = 8u << 20;
-    o.write_buffer_bytes = 64u << 10;   // memtables switch (and the WAL rolls) often
-    o.wal_pre_zeroed_bytes = 1u << 20;  // new WALs from pre-zeroed files, as the daemon's
+    o.write_buffer_bytes = 64u << 10;  // memtables switch (and the WAL rolls) often
     o.file_system = fs_;
     return o;
   }
