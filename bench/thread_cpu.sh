@@ -11,7 +11,8 @@
 # docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`),
 # and the KiB the daemon had written to the disk per write (`write_bytes` of
 # /proc/PID/io: the WAL, flushes and compactions) and its minor page faults
-# per write (/proc/PID/stat: memory touched for the first time).
+# per write (/proc/PID/stat: memory touched for the first time), the run's
+# p99 and the mean WAL sync (feedd_storage_wal_sync_duration_seconds).
 # With COUNT=switches it counts voluntary context switches per write instead
 # (the keys then say so). Run two binaries in turns on the same DATA_DIR to
 # compare them.
@@ -34,10 +35,12 @@ fi
 snap > "$W/t0"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io0"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
+curl -s "http://$MET/metrics" > "$W/m0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt1"
+curl -s "http://$MET/metrics" > "$W/m1"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W" "$COUNT" <<'PY'
 import json, sys, re, collections
@@ -58,7 +61,16 @@ groups = {g: (t1[g] - t0.get(g, 0)) * per_tick / writes for g in t1}
 name = "cpu_ms" if count == "cpu" else "switches"
 disk = int(open(w + "/io1").read()) - int(open(w + "/io0").read())
 faults = int(open(w + "/flt1").read()) - int(open(w + "/flt0").read())
-print(json.dumps({"req_per_s": round(r["req_per_s"]), name + "_per_write": round(tot * per_tick / writes, 4),
+def metric(f, name):
+    for line in open(f):
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+syncs = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_count") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_count")
+sync_s = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_sum") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_sum")
+print(json.dumps({"req_per_s": round(r["req_per_s"]), "p99_ms": r["p99_ms"],
+                  "wal_sync_mean_us": round(sync_s / syncs * 1e6) if syncs else None,
+                  name + "_per_write": round(tot * per_tick / writes, 4),
                   "disk_kib_per_write": round(disk / 1024 / writes, 2),
                   "minor_faults_per_write": round(faults / writes, 2),
                   "by_thread_" + unit + "_per_write": {g: round(v, 4) for g, v in sorted(groups.items(), key=lambda x: -x[1]) if v > floor}}))
