@@ -242,8 +242,11 @@ TEST_F(ProcessorWorkerTest, ARebalanceCommitsWhatWasAppliedAndTheNextOwnerResume
   Member b = Join();
   a.source->Assign({kP0});
   ASSERT_TRUE(applications_.WaitFor([&] { return applications_.waiting.count("c3") != 0; }));
+  // All five taken (c3 held, c4 and c5 behind it on the same key) before
+  // the revocation, or the hand-over point depends on the poll's timing.
+  ASSERT_TRUE(Eventually([&] { return a.worker->GetStatus().in_flight == 3; }));
 
-  // The revocation waits for the change in flight before it commits.
+  // The revocation waits for the changes in flight before it commits.
   a.source->Revoke({kP0});
   ASSERT_TRUE(group_->WaitFor([&] { return a.source->rebalances_begun() == 2; }));
   applications_.Release("c3");
