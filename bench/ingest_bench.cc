@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bench/machine_load.h"
+#include "bench/median.h"
 #include "storage/change_record.h"
 #include "storage/document_store.h"
 #include "storage/key_format.h"
@@ -240,6 +241,7 @@ std::string FreshDir(const std::string& parent, const char* tag) {
 }
 
 using feedd::bench::CpuTimes;
+using feedd::bench::Median;
 using feedd::bench::ReadCpuTimes;
 using feedd::bench::WaitForIdle;
 
@@ -484,13 +486,6 @@ std::string FormatSeconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", s);
   return buf;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void PrintSample(int run, const char* name, const Sample& s) {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "bench/machine_load.h"
+#include "bench/median.h"
 #include "feed/embedded_broker.h"
 #include "feed/kafka_options.h"
 #include "feed/publisher.h"
@@ -172,6 +173,7 @@ uint64_t WallMs() {
 }
 
 using feedd::bench::CpuTimes;
+using feedd::bench::Median;
 using feedd::bench::ReadCpuTimes;
 using feedd::bench::WaitForIdle;
 
@@ -649,13 +651,6 @@ Sample RunDirect(const Flags& flags, const ItemMaker& items) {
   rd_kafka_destroy(producer);
   broker.reset();
   return s;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void Print(int run, const char* name, const Sample& s) {

@@ -18,7 +18,6 @@
 // process's CPU time (user + system) per fdatasync, in microseconds, and
 // the command. Numbers, not a test: nothing is asserted.
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,19 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/machine_load.h"
+#include "bench/median.h"
+
 namespace {
 
-double CpuSeconds() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
-}
+using feedd::bench::Median;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+double CpuSeconds() { return feedd::bench::ReadCpuTimes().self; }
 
 bool WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
