@@ -132,7 +132,6 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     ContainerHandle c;
     c.index = database->containers_.size();
     c.spec = spec;
-    c.partition_key_pointer = *JsonPointer::Parse(spec.partition_key_path);
     c.items = handle(kf::ItemsColumnFamily(spec.name));
     for (const auto& path : spec.index_paths) {
       c.indexes.push_back(

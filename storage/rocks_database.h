@@ -30,7 +30,6 @@ struct IndexHandle {
 struct ContainerHandle {
   size_t index = 0;  // its position in RocksDatabase::containers()
   ContainerSpec spec;
-  JsonPointer partition_key_pointer;
   rocksdb::ColumnFamilyHandle* items = nullptr;
   std::vector<IndexHandle> indexes;  // in spec.index_paths order
 };
