@@ -12,7 +12,9 @@
 # and the KiB the daemon had written to the disk per write (`write_bytes` of
 # /proc/PID/io: the WAL, flushes and compactions) and its minor page faults
 # per write (/proc/PID/stat: memory touched for the first time), the run's
-# p99 and the mean WAL sync (feedd_storage_wal_sync_duration_seconds).
+# p99, the mean WAL sync (feedd_storage_wal_sync_duration_seconds), the mean
+# requests per group commit (feedd_storage_commit_group_requests) and how
+# busy the box's cores were (/proc/stat: 1.0 is every core busy).
 # With COUNT=switches it counts voluntary context switches per write instead
 # (the keys then say so). Run two binaries in turns on the same DATA_DIR to
 # compare them.
@@ -33,11 +35,13 @@ else
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '/^voluntary_ctxt_switches/{print $2}' $t/status)"; done; }
 fi
 snap > "$W/t0"
+head -1 /proc/stat > "$W/stat0"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io0"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
 curl -s "http://$MET/metrics" > "$W/m0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
+head -1 /proc/stat > "$W/stat1"
 awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt1"
 curl -s "http://$MET/metrics" > "$W/m1"
@@ -68,8 +72,16 @@ def metric(f, name):
     return 0.0
 syncs = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_count") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_count")
 sync_s = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_sum") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_sum")
+group_commits = metric(w + "/m1", "feedd_storage_commit_group_requests_count") - metric(w + "/m0", "feedd_storage_commit_group_requests_count")
+requests = metric(w + "/m1", "feedd_storage_commit_group_requests_sum") - metric(w + "/m0", "feedd_storage_commit_group_requests_sum")
+def jiffies(f):  # busy, total: cpu user nice system idle iowait irq softirq steal
+    v = [int(x) for x in open(f).read().split()[1:9]]
+    return sum(v) - v[3] - v[4], sum(v)
+(b0, a0), (b1, a1) = jiffies(w + "/stat0"), jiffies(w + "/stat1")
 print(json.dumps({"req_per_s": round(r["req_per_s"]), "p99_ms": r["p99_ms"],
                   "wal_sync_mean_us": round(sync_s / syncs * 1e6) if syncs else None,
+                  "requests_per_group": round(requests / group_commits, 2) if group_commits else None,
+                  "box_busy": round((b1 - b0) / (a1 - a0), 3) if a1 > a0 else None,
                   name + "_per_write": round(tot * per_tick / writes, 4),
                   "disk_kib_per_write": round(disk / 1024 / writes, 2),
                   "minor_faults_per_write": round(faults / writes, 2),
