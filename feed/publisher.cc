@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "feed/embedded_broker.h"
+#include "feed/in_flight_window.h"
 #include "feed/kafka_conf.h"
 #include "feed/kafka_message.h"
 #include "feed/partition_recovery.h"
@@ -29,13 +30,6 @@ constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
 // One change in flight: its messages (1, or 2 with a tombstone) must all be
 // delivered before the checkpoint may pass it.
-struct InFlight {
-  int remaining = 0;
-  bool failed = false;
-  uint64_t ts_ms = 0;
-  size_t bytes = 0;
-};
-
 // One round of resolved markers, one per partition of every topic.
 struct MarkerRound {
   int remaining = 0;  // markers awaiting their delivery report
@@ -229,13 +223,13 @@ class Publisher::Impl {
     if (IsMarkerOpaque(m->_private)) return OnMarkerDelivery(m);
     if (m->_private == kHeartbeatOpaque) return OnHeartbeatDelivery(m);
     Lsn lsn = OpaqueLsn(m->_private);
-    auto it = inflight_.find(lsn);
+    InFlightWindow::Entry* entry = inflight_.Find(lsn);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++delivery_errors_;
       SetError(std::string("delivery of LSN ") + std::to_string(lsn) +
                " failed: " + rd_kafka_err2str(m->err));
       if (m->err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) reference_only_.insert(lsn);
-      if (it != inflight_.end()) it->second.failed = true;
+      if (entry != nullptr) entry->failed = true;
       rewind_ = true;
     } else {
       ++delivered_;
@@ -244,7 +238,7 @@ class Publisher::Impl {
         SetState("running");
       }
     }
-    if (it != inflight_.end()) --it->second.remaining;
+    if (entry != nullptr) --entry->remaining;
     --inflight_messages_;
     inflight_bytes_ -= m->len;
   }
@@ -490,9 +484,7 @@ class Publisher::Impl {
           << (message.size_class == EnvelopeSize::kBeforeOmitted ? "without its before-image"
                                                                  : "as a reference (no images)");
     }
-    InFlight& entry = inflight_[record.lsn];
-    entry = InFlight{};
-    entry.ts_ms = record.ts_ms;
+    inflight_.Add(record.lsn).ts_ms = record.ts_ms;
     if (oldest_unpublished_ts_.load() == 0) oldest_unpublished_ts_ = record.ts_ms;
 
     if (already_in_kafka_.count(record.lsn) != 0) {
@@ -535,14 +527,14 @@ class Publisher::Impl {
         // Not queued (e.g. a fatal producer state): treat like a failed delivery.
         ++delivery_errors_;
         SetError(std::string("produce of LSN ") + lsn + ": " + rd_kafka_err2str(e));
-        inflight_[record.lsn].failed = true;
+        InFlightEntry(record.lsn).failed = true;
         rewind_ = true;
         return;
       }
       break;
     }
     ++produced_;
-    ++inflight_[record.lsn].remaining;
+    ++InFlightEntry(record.lsn).remaining;
     ++inflight_messages_;
     inflight_bytes_ += len;
   }
@@ -650,17 +642,23 @@ class Publisher::Impl {
     ++heartbeats_;
   }
 
+  // The in-flight entry of a change being produced (Produce() added it).
+  InFlightWindow::Entry& InFlightEntry(Lsn lsn) {
+    InFlightWindow::Entry* entry = inflight_.Find(lsn);
+    return entry != nullptr ? *entry : inflight_.Add(lsn);
+  }
+
   // Moves the checkpoint over every fully delivered change.
   void AdvanceCheckpoint() {
     while (!inflight_.empty()) {
-      auto it = inflight_.begin();
-      if (it->second.remaining > 0 || it->second.failed) break;
-      published_ = it->first;
-      reference_only_.erase(it->first);
-      already_in_kafka_.erase(it->first);
-      inflight_.erase(it);
+      const InFlightWindow::Entry& first = inflight_.front();
+      if (first.remaining > 0 || first.failed) break;
+      published_ = first.lsn;
+      if (!reference_only_.empty()) reference_only_.erase(first.lsn);
+      if (!already_in_kafka_.empty()) already_in_kafka_.erase(first.lsn);
+      inflight_.PopFront();
     }
-    oldest_unpublished_ts_ = inflight_.empty() ? 0 : inflight_.begin()->second.ts_ms;
+    oldest_unpublished_ts_ = inflight_.empty() ? 0 : inflight_.front().ts_ms;
     published_snapshot_ = published_;
   }
 
@@ -686,10 +684,10 @@ class Publisher::Impl {
     AdvanceCheckpoint();
     FEEDD_LOG(kWarning, "kafka") << "rewinding to LSN " << published_ + 1
                                  << " after a failed delivery";
-    for (const auto& [lsn, entry] : inflight_) {
-      if (!entry.failed && entry.remaining == 0) already_in_kafka_.insert(lsn);
+    for (const InFlightWindow::Entry& entry : inflight_) {
+      if (!entry.failed && entry.remaining == 0) already_in_kafka_.insert(entry.lsn);
     }
-    inflight_.clear();
+    inflight_.Clear();
     if (fatal_) {
       DestroyProducer();
       Status s = CreateProducer();
@@ -755,7 +753,7 @@ class Publisher::Impl {
   // Publisher-thread state.
   rd_kafka_t* producer_ = nullptr;
   std::set<Lsn> already_in_kafka_;  // beyond the checkpoint, known delivered
-  std::map<Lsn, InFlight> inflight_;
+  InFlightWindow inflight_;
   std::set<Lsn> reference_only_;                 // rejected as too large by the broker
   std::map<std::string, int> partition_counts_;  // topic -> partitions, read by Prepare()
   Lsn resolved_sent_ = 0;                        // the last marker round produced
