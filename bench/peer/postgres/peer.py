@@ -16,7 +16,8 @@ triggers; feedd by `feedctl import` of NDJSON with its views following -
 unless --feedd-data gives a loaded copy.
 
 Per round, each system on a fresh copy of its loaded data, taking turns
-(which goes first alternates): renames of random users on one connection
+(which goes first alternates), each after a sync() (so that the copies are
+written back before, not during, a side's runs): renames of random users on one connection
 (PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
 and likes; feedd: the PATCH, then a read of one of the user's posts with
 X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
@@ -359,15 +360,16 @@ def wrk(fd, mix, conns, seconds, keys, nusers):
     cmd = ["wrk", "-t%d" % min(conns, 2), "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
            os.path.join(ROOT, "bench", "scenario", "scenario.lua"), "http://" + fd.api, "--",
            mix, keys, str(nusers), "0", "peer%d" % int(time.time() * 1000)]
-    c0, s0 = children_cpu(), fd.cpu()
+    c0, s0, r0 = children_cpu(), fd.cpu(), read_bytes(fd.proc.pid)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    c1, s1 = children_cpu(), fd.cpu()
+    c1, s1, r1 = children_cpu(), fd.cpu(), read_bytes(fd.proc.pid)
     r = D.parse_wrk(out)
     rps = r["req_per_s"] or 0
     return {"req_per_s": rps, "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
             "failed": r["non_2xx"] + r["socket_errors"],
             "server_cpu_ms": 1000.0 * (s1 - s0) / max(1, rps * seconds),
-            "client_cores": (c1 - c0) / seconds, "server_cores": (s1 - s0) / seconds}
+            "client_cores": (c1 - c0) / seconds, "server_cores": (s1 - s0) / seconds,
+            "disk_read_mib": (r1 - r0) / 2**20}
 
 
 def feedd_renames(fd, seconds, nusers):
@@ -400,6 +402,20 @@ def feedd_renames(fd, seconds, nusers):
     c.close()
     return {"req_per_s": len(lat) / seconds, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99),
             "failed": 0, "server_cpu_ms": 1000.0 * (s1 - s0) / max(1, len(lat))}
+
+
+def settle_disk():
+    """sync(): what the side before left for the disk to write (data dir
+    copies, a checkpoint's writeback) is written before this side's fsyncs
+    start. Returns the seconds it took."""
+    t0 = time.monotonic()
+    os.sync()
+    return time.monotonic() - t0
+
+
+def read_bytes(pid):
+    with open("/proc/%d/io" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("read_bytes:"))
 
 
 def until(condition, timeout=300):
@@ -473,6 +489,7 @@ def one_round(pg, fd, args, meta, first):
         fd.stop()
 
     for side in ((pg_side, feedd_side) if first == "postgres" else (feedd_side, pg_side)):
+        log("disk settled in %.1f s" % settle_disk())
         side()
     return rows
 
