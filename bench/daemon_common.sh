@@ -8,6 +8,7 @@
 # FEEDD_ARGS, when set, are more daemon options (word-split).
 start_on_copy() {
   cp -a "$2" "$3/data"
+  sync  # else the copy is written back ~30 s later, into the run's fsyncs
   "$1" --data-dir "$3/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     --ready-file "$3/ready.json" --storage.sync=true ${FEEDD_ARGS:-} > "$3/log" 2>&1 &
   PID=$!
