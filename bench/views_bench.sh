@@ -75,6 +75,7 @@ PY
 run_side() {  # run_side SIDE BIN ROUND
   local side=$1 bin=$2 round=$3 rate conns
   rm -rf "$WORK/data" "$WORK/ready.json" && cp -a "$DATA" "$WORK/data"
+  sync  # else the copy is written back ~30 s later, into the runs' fsyncs
   "$bin" --data-dir "$WORK/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     --ready-file "$WORK/ready.json" --storage.sync=true >"$WORK/$side-$round.log" 2>&1 &
   PID=$!
