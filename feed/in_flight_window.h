@@ -27,7 +27,9 @@ class InFlightWindow {
  public:
   struct Entry {
     Lsn lsn = 0;
-    int remaining = 0;    // messages produced and not yet reported on
+    // Messages produced (1, or 2 with a tombstone) and not yet reported
+    // on: all must be delivered before the checkpoint may pass the change.
+    int remaining = 0;
     bool failed = false;  // a message of it was not delivered
     uint64_t ts_ms = 0;   // the change's commit time
   };

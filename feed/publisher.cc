@@ -28,8 +28,6 @@ constexpr size_t kReadBatch = 1000;
 constexpr auto kAckInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
-// One change in flight: its messages (1, or 2 with a tombstone) must all be
-// delivered before the checkpoint may pass it.
 // One round of resolved markers, one per partition of every topic.
 struct MarkerRound {
   int remaining = 0;  // markers awaiting their delivery report
