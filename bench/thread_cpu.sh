@@ -46,9 +46,11 @@ awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt1"
 curl -s "http://$MET/metrics" > "$W/m1"
 kill -TERM $PID; wait $PID || true
-/usr/bin/python3 - "$W" "$COUNT" <<'PY'
+/usr/bin/python3 - "$W" "$COUNT" "$HERE/scenario" <<'PY'
 import json, sys, re, collections
 w, count = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from scenario import parse_prometheus
 unit, per_tick, floor = ("ms", 10.0, 0.002) if count == "cpu" else ("switches", 1.0, 0.01)
 r = json.load(open(w + "/r.json"))
 def load(f):
@@ -65,15 +67,13 @@ groups = {g: (t1[g] - t0.get(g, 0)) * per_tick / writes for g in t1}
 name = "cpu_ms" if count == "cpu" else "switches"
 disk = int(open(w + "/io1").read()) - int(open(w + "/io0").read())
 faults = int(open(w + "/flt1").read()) - int(open(w + "/flt0").read())
-def metric(f, name):
-    for line in open(f):
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return 0.0
-syncs = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_count") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_count")
-sync_s = metric(w + "/m1", "feedd_storage_wal_sync_duration_seconds_sum") - metric(w + "/m0", "feedd_storage_wal_sync_duration_seconds_sum")
-group_commits = metric(w + "/m1", "feedd_storage_commit_group_requests_count") - metric(w + "/m0", "feedd_storage_commit_group_requests_count")
-requests = metric(w + "/m1", "feedd_storage_commit_group_requests_sum") - metric(w + "/m0", "feedd_storage_commit_group_requests_sum")
+m0, m1 = (parse_prometheus(open(w + f).read()) for f in ("/m0", "/m1"))
+def delta(name):  # of an unlabelled series over the run
+    return m1.get((name, frozenset()), 0.0) - m0.get((name, frozenset()), 0.0)
+syncs = delta("feedd_storage_wal_sync_duration_seconds_count")
+sync_s = delta("feedd_storage_wal_sync_duration_seconds_sum")
+group_commits = delta("feedd_storage_commit_group_requests_count")
+requests = delta("feedd_storage_commit_group_requests_sum")
 def jiffies(f):  # busy, total: cpu user nice system idle iowait irq softirq steal
     v = [int(x) for x in open(f).read().split()[1:9]]
     return sum(v) - v[3] - v[4], sum(v)

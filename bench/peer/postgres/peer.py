@@ -17,8 +17,8 @@ unless --feedd-data gives a loaded copy.
 
 Per round, each system on a fresh copy of its loaded data, taking turns
 (which goes first alternates), each after a sync() (so that the copies are
-written back before, not during, a side's runs): renames of random users on one connection
-(PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
+written back before, not during, a side's runs): renames of random users on
+one connection (PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
 and likes; feedd: the PATCH, then a read of one of the user's posts with
 X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
 fan-out; then feedd waits until its other views have applied the fan-out
