@@ -949,6 +949,17 @@ Status CommitPipeline::SyncUnsynced() {
   return Status::Ok();
 }
 
+void CommitPipeline::UpdateQueryCache(size_t container_index, const std::string& partition_key,
+                                      const std::string& id,
+                                      const std::shared_ptr<std::vector<ChangeRecord>>& records,
+                                      size_t record) {
+  std::optional<std::string_view> after;
+  if (records && record < records->size()) after = (*records)[record].KnownAfterImage();
+  if (!after) return cache_->Invalidate(container_index, partition_key);
+  // A delete's after-image is `null`; an item is always an object.
+  cache_->Update(container_index, partition_key, id, *after == "null" ? std::nullopt : after);
+}
+
 void CommitPipeline::PublishUnsynced() {
   {
     std::lock_guard<std::mutex> lock(listeners_mutex_);
@@ -990,7 +1001,9 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   // An import's change records go straight to the batch that is written:
   // they come in LSN order, and only the other records need sorting.
   rocksdb::WriteBatch* const import_sorted = import ? import_sorted_.Take(reserve) : nullptr;
-  GroupBuilder builder(db_, options_, first, last_ts_ms_, has_listeners_.load(),
+  // The records go to the listeners, and their after-images to the query cache.
+  const bool collect_records = has_listeners_.load() || (cache_ != nullptr && cache_->enabled());
+  GroupBuilder builder(db_, options_, first, last_ts_ms_, collect_records,
                        import ? import_batch_.Take(reserve) : &ordinary, import_sorted);
   std::vector<WriteResult> results;
   results.reserve(requests);
@@ -1071,7 +1084,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       churn_.NoteCommitted(index, counts);
     }
     for (const auto& [index, pk, id, record] : builder.written()) {
-      if (cache_ != nullptr) cache_->Invalidate(index, pk);
+      if (cache_ != nullptr) UpdateQueryCache(index, pk, id, builder.records(), record);
       if (item_generations_ == nullptr) continue;
       const uint64_t generation = item_generations_->Bump(index, pk, id);
       if (record != GroupBuilder::kNoRecord)

@@ -147,6 +147,13 @@ class CommitPipeline {
   // an fsync to the listeners and advances the head over them, once the
   // WAL that holds them is synced.
   void PublishUnsynced();
+  // Commit thread, once per change of a written group: hands the item's new
+  // version (the after-image of its change record, records[record]) to the
+  // query cache, or has the partition's answers dropped when it is not at
+  // hand (records not collected).
+  void UpdateQueryCache(size_t container_index, const std::string& partition_key,
+                        const std::string& id,
+                        const std::shared_ptr<std::vector<ChangeRecord>>& records, size_t record);
   // Commit thread, with unsynced groups: syncs the WAL, then publishes; on
   // failure the pipeline is failed (as after a failed write).
   Status SyncUnsynced();

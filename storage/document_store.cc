@@ -89,8 +89,10 @@ class RocksDocumentStore final : public DocumentStore {
     }
     const uint64_t generation =
         cache_.Generation(index, *spec.partition_key);  // before the query's iterator
-    Result<QueryResult> result = RunQuery(*c, spec, spent);
-    if (result.ok()) cache_.Insert(std::move(key), index, *spec.partition_key, generation, *result);
+    std::vector<QueryRow> rows;
+    Result<QueryResult> result = RunQuery(*c, spec, spent, &rows);
+    if (result.ok())
+      cache_.Insert(std::move(key), index, spec, generation, *result, std::move(rows));
     return result;
   }
 
@@ -190,6 +192,7 @@ class RocksDocumentStore final : public DocumentStore {
     stats.query_cache_hits = cache_.hits();
     stats.query_cache_misses = cache_.misses();
     stats.query_cache_bytes = cache_.bytes();
+    stats.query_cache_updates = cache_.updates();
     stats.queries_too_many_filters = queries_too_many_filters_.load();
     stats.queries_over_budget = queries_over_budget_.load();
     stats.query_pages_cut = query_pages_cut_.load();
@@ -252,9 +255,9 @@ class RocksDocumentStore final : public DocumentStore {
 
  private:
   // The engine, counting what its limits did.
-  Result<QueryResult> RunQuery(const ContainerHandle& c, const QuerySpec& spec,
-                               QueryCost* spent) const {
-    Result<QueryResult> result = queries_.Run(c, spec, spent);
+  Result<QueryResult> RunQuery(const ContainerHandle& c, const QuerySpec& spec, QueryCost* spent,
+                               std::vector<QueryRow>* rows = nullptr) const {
+    Result<QueryResult> result = queries_.Run(c, spec, spent, rows);
     if (!result.ok()) {
       if (result.status().code() == ErrorCode::kQueryTooExpensive) ++queries_over_budget_;
     } else if (result->cut_by_bytes) {

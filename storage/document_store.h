@@ -69,6 +69,7 @@ struct StoreStats {
   uint64_t query_cache_hits = 0;
   uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
   uint64_t query_cache_bytes = 0;
+  uint64_t query_cache_updates = 0;  // changes taken into kept answers instead of dropping them
   uint64_t queries_too_many_filters = 0;  // refused for query.max_filters
   uint64_t queries_over_budget = 0;       // stopped at query.max_items_read / max_bytes_read
   uint64_t query_pages_cut = 0;           // query pages ended by query.max_page_bytes

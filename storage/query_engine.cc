@@ -4,42 +4,15 @@
 #include <boost/json.hpp>
 #include <unordered_set>
 
-#include "storage/json_scan.h"
 #include "storage/key_format.h"
+#include "storage/query_continuation.h"
+#include "storage/query_row_reader.h"
 #include "storage/query_semantics.h"
-#include "util/json_parse.h"
 
 namespace feedd {
 namespace {
 
 namespace kf = key_format;
-
-std::string HexEncode(std::string_view in) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(in.size() * 2);
-  for (unsigned char c : in) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
-bool HexDecode(std::string_view in, std::string* out) {
-  if (in.size() % 2 != 0) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  out->clear();
-  for (size_t i = 0; i < in.size(); i += 2) {
-    int hi = nibble(in[i]), lo = nibble(in[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return true;
-}
 
 // The smallest key above every key that starts with `prefix`; "" when there
 // is none (an empty prefix, or one of 0xff bytes only).
@@ -55,45 +28,8 @@ std::string PrefixSuccessor(std::string prefix) {
   return prefix;
 }
 
-// Where the previous page stopped: the item key of its last item and, for
-// ordered queries, that item's sort value.
-struct Continuation {
-  bool present = false;
-  std::string item_key;
-  std::optional<boost::json::value> sort_value;  // nullopt: missing
-};
-
 const boost::json::value* Ptr(const std::optional<boost::json::value>& v) {
   return v ? &*v : nullptr;
-}
-
-Status BadContinuation() {
-  return Status(ErrorCode::kInvalidQuery, "'continuation' is not one this query returned");
-}
-
-Result<Continuation> DecodeContinuation(const std::string& token) {
-  Continuation c;
-  if (token.empty()) return c;
-  std::string json;
-  if (!HexDecode(token, &json)) return BadContinuation();
-  Result<boost::json::value> v = ParseJson(json);
-  const auto* obj = v.ok() ? v->if_object() : nullptr;
-  if (obj == nullptr) return BadContinuation();
-  const auto* key = obj->if_contains("k");
-  if (key == nullptr || !key->is_string() || !HexDecode(key->get_string(), &c.item_key)) {
-    return BadContinuation();
-  }
-  if (const auto* sv = obj->if_contains("v")) c.sort_value = *sv;
-  c.present = true;
-  return c;
-}
-
-std::string EncodeContinuation(std::string_view item_key, const boost::json::value* sort_value,
-                               bool ordered) {
-  boost::json::object obj;
-  obj["k"] = HexEncode(item_key);
-  if (ordered && sort_value != nullptr) obj["v"] = *sort_value;
-  return HexEncode(boost::json::serialize(obj));
 }
 
 struct Candidate {
@@ -105,22 +41,22 @@ struct Candidate {
 class QueryRun {
  public:
   QueryRun(const RocksDatabase* db, const ContainerHandle& c, const QuerySpec& spec,
-           Continuation cont)
-      : db_(db), c_(c), spec_(spec), cont_(std::move(cont)) {
-    for (const FieldFilter& f : spec_.filters) filter_paths_.push_back(PathOf(f.path));
-    if (spec_.order_by) order_path_ = PathOf(*spec_.order_by);
-  }
+           QueryContinuation cont)
+      : db_(db), c_(c), spec_(spec), cont_(std::move(cont)), reader_(spec) {}
 
   // On failure *spent (when given) is what the query had cost by then.
-  Result<QueryResult> Run(QueryCost* spent) {
+  // *rows, when given, gets the row of each item of the answer.
+  Result<QueryResult> Run(QueryCost* spent, std::vector<QueryRow>* rows) {
+    rows_wanted_ = rows != nullptr;
     Status s = ReadAccessPath();
     if (!single_partition_) result_.cost.partitions_scanned = partitions_.size();
     if (spent != nullptr) *spent = result_.cost;
     if (!s.ok()) return s;
     if (spec_.order_by) {
-      FinishOrdered();
-    } else if (more_) {
-      result_.continuation = EncodeContinuation(last_key_, nullptr, false);
+      FinishOrdered(rows);
+    } else {
+      if (more_) result_.continuation = EncodeQueryContinuation(last_key_, nullptr, false);
+      if (rows != nullptr) *rows = std::move(unordered_rows_);
     }
     return std::move(result_);
   }
@@ -156,7 +92,7 @@ class QueryRun {
   // index range `prefix` for index scans.
   std::string SeekKey(const std::string& prefix, bool index_scan) const {
     if (spec_.order_by || !cont_.present) return prefix;
-    return index_scan ? prefix + cont_.item_key : cont_.item_key;
+    return index_scan ? prefix + cont_.row_key : cont_.row_key;
   }
 
   Status ScanItems(const std::string& prefix) { return Scan(c_.items, prefix, false); }
@@ -212,22 +148,14 @@ class QueryRun {
       partitions_.insert(last_pk_);
     }
     if (Status s = CheckBudget(); !s.ok()) return s;
-    // Filters and the sort value are read from the item's text: the
-    // top-level members they name are found in one pass, and only their
-    // values are parsed, into an arena reused item after item.
-    scratch_ = nullptr;
-    parse_arena_.release();
-    if (!members_.empty() &&
-        FindJsonMembers(json, members_, &member_values_) == JsonScan::kMalformed) {
-      return CorruptItem();
-    }
-    for (size_t i = 0; i < spec_.filters.size(); ++i) {
-      std::string_view raw;
-      JsonScan found = Find(json, filter_paths_[i], spec_.filters[i].path, &raw);
-      if (found == JsonScan::kMalformed) return CorruptItem();
-      if (found == JsonScan::kMissing || !RawMatches(raw, spec_.filters[i])) {
+    const boost::json::value* sort_value = nullptr;
+    switch (reader_.Read(json, &sort_value)) {
+      case QueryRowReader::Outcome::kMalformed:
+        return CorruptItem();
+      case QueryRowReader::Outcome::kFilteredOut:
         return Status::Ok();
-      }
+      case QueryRowReader::Outcome::kMatches:
+        break;
     }
     if (!spec_.order_by) {
       if (!result_.items.empty() && OverPageBytes(page_bytes_ + json.size())) {
@@ -240,19 +168,12 @@ class QueryRun {
       result_.items.emplace_back(json);
       page_bytes_ += json.size();
       last_key_.assign(item_key);
+      if (rows_wanted_) unordered_rows_.push_back(QueryRow{last_key_, std::nullopt});
       if (result_.items.size() == spec_.limit) stopped_ = true;
       return Status::Ok();
     }
-    std::string_view raw;
-    JsonScan found = Find(json, order_path_, *spec_.order_by, &raw);
-    if (found == JsonScan::kMalformed) return CorruptItem();
-    const boost::json::value* sort_value = nullptr;
-    if (found == JsonScan::kFound) {
-      sort_value = ParseScratch(raw);
-      if (sort_value == nullptr) return CorruptItem();
-    }
     if (cont_.present && CompareQueryRows(sort_value, item_key, Ptr(cont_.sort_value),
-                                          cont_.item_key, spec_.descending) <= 0) {
+                                          cont_.row_key, spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
     }
     // The page so far is a heap of indexes into candidates_, worst on top:
@@ -334,67 +255,23 @@ class QueryRun {
     return Status::Ok();
   }
 
-  // Where a path's value is read from: a top-level member of members_ and
-  // the tokens below it, or (member < 0, the root) the whole item.
-  struct MemberPath {
-    int member = -1;
-    std::vector<std::string> rest;
-  };
-
-  MemberPath PathOf(const JsonPointer& pointer) {
-    MemberPath path;
-    const std::vector<std::string>& tokens = pointer.tokens();
-    if (tokens.empty()) return path;
-    auto it = std::find(members_.begin(), members_.end(), tokens[0]);
-    path.member = static_cast<int>(it - members_.begin());
-    if (it == members_.end()) members_.push_back(tokens[0]);
-    path.rest.assign(tokens.begin() + 1, tokens.end());
-    return path;
-  }
-
-  // The value at `pointer` in the item `json`, after FindJsonMembers().
-  JsonScan Find(std::string_view json, const MemberPath& path, const JsonPointer& pointer,
-                std::string_view* raw) const {
-    if (path.member < 0) return FindJsonValue(json, pointer.tokens(), raw);
-    const std::optional<std::string_view>& value = member_values_[path.member];
-    if (!value) return JsonScan::kMissing;
-    if (path.rest.empty()) {
-      *raw = *value;
-      return JsonScan::kFound;
-    }
-    return FindJsonValue(*value, path.rest, raw);
-  }
-
   Status CorruptItem() const {
     return Status(ErrorCode::kStorageError, "corrupt item JSON in " + c_.spec.name);
   }
 
-  // `raw` (one value's text) parsed into the per-item arena; nullptr if it
-  // is not JSON.
-  const boost::json::value* ParseScratch(std::string_view raw) {
-    Result<boost::json::value> v = ParseJson(raw, &parse_arena_);
-    if (!v.ok()) return nullptr;
-    scratch_ = std::move(*v);
-    return &scratch_;
-  }
-
-  // MatchesFilter() on a value's text: a plain string (no escapes) compares
-  // as text, the rest after parsing.
-  bool RawMatches(std::string_view raw, const FieldFilter& filter) {
-    if (const auto* s = filter.value.if_string(); s != nullptr && raw.size() >= 2 &&
-                                                  raw.front() == '"' &&
-                                                  raw.find('\\') == std::string_view::npos) {
-      return raw.substr(1, raw.size() - 2) == std::string_view(*s);
-    }
-    return MatchesFilter(ParseScratch(raw), filter);
-  }
-
-  void FinishOrdered() {
+  void FinishOrdered(std::vector<QueryRow>* rows) {
     std::sort_heap(heap_.begin(), heap_.end(), WorseFirst{this});  // best first
     for (uint32_t i : heap_) result_.items.push_back(std::move(candidates_[i].json));
     if (more_ && !heap_.empty()) {
       const Candidate& last = candidates_[heap_.back()];
-      result_.continuation = EncodeContinuation(last.item_key, Ptr(last.sort_value), true);
+      result_.continuation = EncodeQueryContinuation(last.item_key, Ptr(last.sort_value), true);
+    }
+    if (rows == nullptr) return;
+    rows->clear();
+    rows->reserve(heap_.size());
+    for (uint32_t i : heap_) {
+      rows->push_back(
+          QueryRow{std::move(candidates_[i].item_key), std::move(candidates_[i].sort_value)});
     }
   }
 
@@ -412,28 +289,23 @@ class QueryRun {
   const RocksDatabase* const db_;
   const ContainerHandle& c_;
   const QuerySpec& spec_;
-  const Continuation cont_;
+  const QueryContinuation cont_;
   const IndexHandle* index_ = nullptr;
-  std::vector<std::string> members_;      // top-level members the query reads
-  std::vector<MemberPath> filter_paths_;  // one per filter
-  MemberPath order_path_;
-  std::vector<std::optional<std::string_view>> member_values_;  // of the current item
+  QueryRowReader reader_;
   QueryResult result_;
-  // Filter and sort values parse without touching the heap; release() keeps it.
-  unsigned char parse_buffer_[4096];
-  boost::json::monotonic_resource parse_arena_{parse_buffer_, sizeof(parse_buffer_)};
-  boost::json::value scratch_;  // the last ParseScratch() result, in parse_arena_
   bool single_partition_ = false;
   std::string last_pk_;
   std::unordered_set<std::string> partitions_;
   bool stopped_ = false;  // unordered: the page is full
   bool more_ = false;     // more matches may follow
   std::string last_key_;
-  uint64_t page_bytes_ = 0;            // of the items on the page so far
-  bool page_capped_ = false;           // ordered: an item was dropped for max_page_bytes
-  std::vector<Candidate> candidates_;  // ordered queries: at most `limit`
-  std::vector<uint32_t> heap_;         // indexes into candidates_
-  std::vector<uint32_t> free_slots_;   // candidates_ no longer on the page
+  bool rows_wanted_ = false;
+  std::vector<QueryRow> unordered_rows_;  // unordered queries: of the items on the page
+  uint64_t page_bytes_ = 0;               // of the items on the page so far
+  bool page_capped_ = false;              // ordered: an item was dropped for max_page_bytes
+  std::vector<Candidate> candidates_;     // ordered queries: at most `limit`
+  std::vector<uint32_t> heap_;            // indexes into candidates_
+  std::vector<uint32_t> free_slots_;      // candidates_ no longer on the page
 };
 
 }  // namespace
@@ -452,13 +324,13 @@ Status QueryEngine::Admit(const QuerySpec& spec) {
 }
 
 Result<QueryResult> QueryEngine::Run(const ContainerHandle& container, const QuerySpec& spec,
-                                     QueryCost* spent) const {
+                                     QueryCost* spent, std::vector<QueryRow>* rows) const {
   if (spent != nullptr) *spent = QueryCost();
   if (Status s = Admit(spec); !s.ok()) return s;
-  auto cont = DecodeContinuation(spec.continuation);
+  auto cont = DecodeQueryContinuation(spec.continuation);
   if (!cont.ok()) return cont.status();
   QueryRun run(db_, container, spec, std::move(*cont));
-  return run.Run(spent);
+  return run.Run(spent, rows);
 }
 
 }  // namespace feedd

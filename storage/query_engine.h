@@ -19,7 +19,10 @@
 // called from any number of threads. Internal to storage/.
 #pragma once
 
+#include <vector>
+
 #include "storage/query.h"
+#include "storage/query_row_reader.h"
 #include "storage/rocks_database.h"
 
 namespace feedd {
@@ -33,9 +36,11 @@ class QueryEngine {
   static Status Admit(const QuerySpec& spec);
   // Admit(), then the query. Past spec.limits' budget it stops with
   // query_too_expensive. *spent, when given, is set to what the query cost,
-  // on failure too (zero when nothing was read).
+  // on failure too (zero when nothing was read). *rows, when given, is set
+  // to the row of each item of the answer, in its order (for the query
+  // cache, which keeps an answer current with them).
   Result<QueryResult> Run(const ContainerHandle& container, const QuerySpec& spec,
-                          QueryCost* spent = nullptr) const;
+                          QueryCost* spent = nullptr, std::vector<QueryRow>* rows = nullptr) const;
 
  private:
   const RocksDatabase* const db_;

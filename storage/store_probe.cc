@@ -36,6 +36,9 @@ void CollectQueries(const StoreStats& stats, Families& f) {
             static_cast<double>(stats.query_cache_misses), {{"outcome", "miss"}});
   f.Gauge("feedd_query_cache_bytes", "Memory held by kept query answers, bytes",
           static_cast<double>(stats.query_cache_bytes));
+  f.Counter("feedd_query_cache_updates_total",
+            "Changes of a partition taken into its kept query answers instead of dropping them",
+            static_cast<double>(stats.query_cache_updates));
   const char* help_rejected = "Queries refused or stopped by their limits (query.*), by reason";
   f.Counter("feedd_query_rejected_total", help_rejected,
             static_cast<double>(stats.queries_too_many_filters), {{"reason", "too_many_filters"}});

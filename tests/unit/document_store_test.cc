@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -2360,7 +2361,10 @@ TEST_F(StoreTest, AContainerRewrittenOverAndOverIsFlushedAndALargeOneIsNot) {
   EXPECT_EQ(store_->Stats().churn_flushes, after_feed);
 }
 
-// The query cache (storage/query_cache.h).
+// The query cache (storage/query_cache.h). An answer it cannot keep
+// current - unordered, with a filter: whether its page has a continuation
+// depends on the items the filter rejects - is dropped by a write to its
+// partition.
 TEST_F(StoreTest, APartitionQueryIsServedFromTheCacheUntilThatPartitionIsWritten) {
   for (const char* id : {"a", "b"}) {
     ASSERT_TRUE(
@@ -2369,6 +2373,7 @@ TEST_F(StoreTest, APartitionQueryIsServedFromTheCacheUntilThatPartitionIsWritten
   ASSERT_TRUE(IsOk(Create("posts", R"({"id":"x","postId":"p2"})").status));
   QuerySpec p1;
   p1.partition_key = "p1";
+  p1.filters.push_back(Eq("/postId", "p1"));
   QueryResult first = MustQuery("posts", p1);
   EXPECT_FALSE(first.cached);
   QueryResult second = MustQuery("posts", p1);
@@ -2406,6 +2411,142 @@ TEST_F(StoreTest, APartitionQueryIsServedFromTheCacheUntilThatPartitionIsWritten
   const StoreStats stats = store_->Stats();
   EXPECT_GE(stats.query_cache_hits, 4u);
   EXPECT_GT(stats.query_cache_bytes, 0u);
+  EXPECT_EQ(stats.query_cache_updates, 0u);
+}
+
+// An answer that holds every item its query selects stays in the cache
+// through the writes of its partition, taking each in, and is what the
+// query computed afresh answers: items, order and continuation.
+TEST_F(StoreTest, AnAnswerKeptCurrentTakesInTheChangesOfItsPartition) {
+  for (const auto& [id, n] : {std::pair{"a", 3}, {"b", 1}, {"c", 2}}) {
+    ASSERT_TRUE(IsOk(Create("posts", std::string(R"({"id":")") + id + R"(","postId":"p1","n":)" +
+                                         std::to_string(n) + "}")
+                         .status));
+  }
+  QuerySpec q;
+  q.partition_key = "p1";
+  q.order_by = Ptr("/n");
+  q.descending = true;
+  q.limit = 3;
+  EXPECT_FALSE(MustQuery("posts", q).cached);
+  ASSERT_TRUE(MustQuery("posts", q).cached);
+  size_t fresh_queries = 0;
+  // The same query under another cache key (its page bytes), computed now.
+  auto expect_as_computed = [&](const std::vector<std::string>& keys, bool continued) {
+    const QueryResult kept = MustQuery("posts", q);
+    EXPECT_TRUE(kept.cached);
+    EXPECT_EQ(Keys("posts", kept), keys);
+    EXPECT_EQ(kept.continuation.has_value(), continued);
+    QuerySpec fresh_spec = q;
+    fresh_spec.limits.max_page_bytes = (1u << 30) + fresh_queries++;
+    const QueryResult fresh = MustQuery("posts", fresh_spec);
+    EXPECT_FALSE(fresh.cached);
+    EXPECT_EQ(kept.items, fresh.items);
+    EXPECT_EQ(kept.continuation, fresh.continuation);
+    return kept;
+  };
+
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"d","postId":"p1","n":5})").status));
+  const QueryResult four = expect_as_computed({"p1/d", "p1/a", "p1/c"}, true);
+  QuerySpec next = q;
+  next.continuation = *four.continuation;
+  EXPECT_EQ(Keys("posts", MustQuery("posts", next)), (std::vector<std::string>{"p1/b"}));
+
+  ASSERT_TRUE(IsOk(Replace("posts", R"({"id":"a","postId":"p1","n":0})").status));
+  expect_as_computed({"p1/d", "p1/c", "p1/b"}, true);
+  ASSERT_TRUE(IsOk(Delete("posts", "p1", "d").status));
+  expect_as_computed({"p1/c", "p1/b", "p1/a"}, false);
+  ASSERT_TRUE(
+      IsOk(Patch("posts", "p1", "b", R"([{"op":"replace","path":"/n","value":9}])").status));
+  expect_as_computed({"p1/b", "p1/c", "p1/a"}, false);
+  ASSERT_TRUE(IsOk(Create("posts", R"({"id":"y","postId":"p2","n":7})").status));
+  expect_as_computed({"p1/b", "p1/c", "p1/a"}, false);
+
+  // A processor's view write is taken in like a client's.
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.test", 0)));
+  ViewWrite view;
+  view.consumer = "processor.test";
+  view.requests.push_back(WriteRequest{"posts", "p1", {}});
+  view.requests.back().ops.push_back(KeyOp(WriteOpKind::kDelete, "c", std::nullopt));
+  ASSERT_TRUE(IsOk(store_->WriteView(std::move(view)).status));
+  expect_as_computed({"p1/b", "p1/a"}, false);
+  // Five changes of p1, each taken into the kept answer (and into the
+  // fresh ones kept by then).
+  EXPECT_GE(store_->Stats().query_cache_updates, 5u);
+}
+
+// Whatever the changes - creates, replaces that move an item or take it out
+// of a filter, deletes, several changes of one item in one batch - every
+// kept answer is the answer computed afresh.
+TEST_F(StoreTest, AKeptAnswerIsAlwaysTheAnswerComputedAfresh) {
+  std::vector<QuerySpec> specs;
+  auto add = [&](std::optional<std::string> order, bool descending, size_t limit,
+                 std::optional<std::string> k) {
+    QuerySpec q;
+    q.partition_key = "p1";
+    if (order) q.order_by = Ptr(*order);
+    q.descending = descending;
+    q.limit = limit;
+    if (k) q.filters.push_back(Eq("/k", json::value(*k)));
+    specs.push_back(std::move(q));
+  };
+  add("/n", false, 4, std::nullopt);
+  add("/n", true, 4, std::nullopt);
+  add("/n", true, 1000, std::nullopt);
+  add("/n", true, 3, "a");
+  add("/absent", false, 5, std::nullopt);  // every sort value missing: row-key order
+  add(std::nullopt, false, 4, std::nullopt);
+  add(std::nullopt, false, 1000, std::nullopt);
+  add(std::nullopt, true, 1000, std::nullopt);  // `descending` means nothing unordered
+  add(std::nullopt, false, 3, "b");             // not kept: dropped at each write
+
+  std::mt19937 rng(20261129);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto body = [&](const std::string& id) {
+    std::string n;
+    switch (pick(4)) {
+      case 0:
+        n = R"(,"n":")" + std::to_string(pick(3)) + R"(")";
+        break;  // a string
+      case 1:
+        break;  // missing
+      default:
+        n = R"(,"n":)" + std::to_string(pick(6));
+        break;  // ties often
+    }
+    return R"({"id":")" + id + R"(","postId":"p1","k":")" + (pick(2) ? "a" : "b") + "\"" + n + "}";
+  };
+  uint64_t fresh_queries = 0;
+  for (int step = 0; step < 300; ++step) {
+    const std::string id = "i" + std::to_string(pick(12));
+    switch (pick(5)) {
+      case 0:
+        (void)Delete("posts", "p1", id);  // not_found at times
+        break;
+      case 1: {  // one item changed twice and another deleted, in one batch
+        std::vector<WriteOp> ops;
+        ops.push_back(ItemOp(WriteOpKind::kUpsert, Item("posts", body(id)), std::nullopt));
+        ops.push_back(ItemOp(WriteOpKind::kUpsert, Item("posts", body(id)), std::nullopt));
+        const std::string other = "i" + std::to_string(12 + pick(3));
+        ops.push_back(ItemOp(WriteOpKind::kUpsert, Item("posts", body(other)), std::nullopt));
+        ops.push_back(KeyOp(WriteOpKind::kDelete, other, std::nullopt));
+        ASSERT_TRUE(IsOk(Batch("posts", "p1", std::move(ops)).status));
+        break;
+      }
+      default:
+        ASSERT_TRUE(IsOk(Upsert("posts", body(id)).status));
+    }
+    for (size_t s = 0; s < specs.size(); ++s) {
+      const QueryResult kept = MustQuery("posts", specs[s]);
+      QuerySpec fresh_spec = specs[s];
+      fresh_spec.limits.max_page_bytes = (1u << 30) + fresh_queries++;
+      const QueryResult fresh = MustQuery("posts", fresh_spec);
+      ASSERT_FALSE(fresh.cached);
+      ASSERT_EQ(kept.items, fresh.items) << "step " << step << ", spec " << s;
+      ASSERT_EQ(kept.continuation, fresh.continuation) << "step " << step << ", spec " << s;
+    }
+  }
+  EXPECT_GT(store_->Stats().query_cache_updates, 300u);  // kept answers took changes in
 }
 
 TEST_F(StoreTest, WithTheQueryCacheOffNothingIsCached) {
