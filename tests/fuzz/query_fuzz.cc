@@ -1,11 +1,14 @@
 // Fuzzes the body of POST /v1/containers/{c}/query as the API reads it:
-// ParseJsonBody, then ParseQuerySpec (storage/query.h).
+// ParseJsonBody, then ParseQuerySpec (storage/query.h), then the
+// continuation token the query engine decodes (storage/query_continuation.h).
 //
 // Invariants: an accepted spec keeps every filter of the body, each on a
 // field and with a scalar value, the body's partition key, and a limit in
 // 1..kMaxQueryLimit; a second parse of the same body has the same
-// CanonicalQueryText (the query cache's key); every refusal is a client
-// error with a JSON error body.
+// CanonicalQueryText (the query cache's key); a continuation decodes or is
+// refused as invalid_query, and one that decodes, written again, decodes to
+// the same row key and sort value; every refusal is a client error with a
+// JSON error body.
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
@@ -15,6 +18,7 @@
 
 #include "daemon/http_util.h"
 #include "storage/query.h"
+#include "storage/query_continuation.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 namespace feedd {
@@ -39,6 +43,17 @@ void Check(const boost::json::value& body) {
   Result<QuerySpec> again = ParseQuerySpec(body);
   FUZZ_CHECK(again.ok() && CanonicalQueryText(*again) == canonical,
              "the same body gave two canonical texts");
+
+  Result<QueryContinuation> cont = DecodeQueryContinuation(spec->continuation);
+  if (!cont.ok()) return fuzz::CheckClientError(cont.status());
+  FUZZ_CHECK(cont->present == !spec->continuation.empty(), "a continuation was dropped");
+  if (!cont->present) return;
+  const boost::json::value* sort_value = cont->sort_value ? &*cont->sort_value : nullptr;
+  Result<QueryContinuation> written =
+      DecodeQueryContinuation(EncodeQueryContinuation(cont->row_key, sort_value, true));
+  FUZZ_CHECK(written.ok() && written->present && written->row_key == cont->row_key &&
+                 written->sort_value == cont->sort_value,
+             "a continuation written again reads back differently");
 }
 
 }  // namespace
