@@ -953,11 +953,16 @@ void CommitPipeline::UpdateQueryCache(size_t container_index, const std::string&
                                       const std::string& id,
                                       const std::shared_ptr<std::vector<ChangeRecord>>& records,
                                       size_t record) {
-  std::optional<std::string_view> after;
-  if (records && record < records->size()) after = (*records)[record].KnownAfterImage();
+  if (!records || record >= records->size()) {
+    return cache_->Invalidate(container_index, partition_key);
+  }
+  const ChangeRecord& change = (*records)[record];
+  if (change.op == ChangeOp::kDelete) {
+    return cache_->Update(container_index, partition_key, id, std::nullopt);
+  }
+  std::optional<std::string_view> after = change.KnownAfterImage();
   if (!after) return cache_->Invalidate(container_index, partition_key);
-  // A delete's after-image is `null`; an item is always an object.
-  cache_->Update(container_index, partition_key, id, *after == "null" ? std::nullopt : after);
+  cache_->Update(container_index, partition_key, id, after);
 }
 
 void CommitPipeline::PublishUnsynced() {

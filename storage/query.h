@@ -44,6 +44,15 @@ struct QuerySpec {
   QueryLimits limits;                 // not part of the body: set by the caller
 };
 
+// An item of a query's answer as the query orders it (storage/query_semantics.h).
+struct QueryRow {
+  std::string row_key;                           // QueryRowKey(): the item's storage key
+  std::optional<boost::json::value> sort_value;  // nullopt: missing, or the query is unordered
+
+  // The sort value as CompareQueryRows() takes it: nullptr when missing.
+  const boost::json::value* sort() const { return sort_value ? &*sort_value : nullptr; }
+};
+
 // Our equivalent of Cosmos DB request units.
 struct QueryCost {
   uint64_t items_read = 0;          // items fetched from storage

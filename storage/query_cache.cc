@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "storage/query_continuation.h"
+#include "storage/query_row_reader.h"
 #include "storage/query_semantics.h"
 
 namespace feedd {
@@ -17,18 +18,17 @@ class QueryCache::CurrentAnswer {
   // continuation depends on the items after it that the filters reject.
   static bool CanKeep(const QuerySpec& spec, const QueryResult& result,
                       const std::vector<QueryRow>& rows) {
-    return spec.partition_key && spec.continuation.empty() && !result.continuation &&
-           !result.cut_by_bytes && (spec.order_by || spec.filters.empty()) &&
-           rows.size() == result.items.size();
+    return spec.continuation.empty() && !result.continuation && !result.cut_by_bytes &&
+           (spec.order_by || spec.filters.empty()) && rows.size() == result.items.size();
   }
 
   CurrentAnswer(const QuerySpec& spec, size_t container_index, const QueryResult& result,
                 std::vector<QueryRow> rows)
-      : spec_(spec), reader_(spec), container_index_(container_index), cost_(result.cost) {
+      : spec_(spec), reader_(spec_), container_index_(container_index), cost_(result.cost) {
     rows_.reserve(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       rows_bytes_ += RowBytes(rows[i].row_key, result.items[i]);
-      rows_.push_back(Row{std::move(rows[i]), result.items[i]});
+      rows_.push_back(QueryRowItem{std::move(rows[i]), result.items[i]});
     }
   }
 
@@ -42,7 +42,7 @@ class QueryCache::CurrentAnswer {
   // bytes.
   bool Take(const std::string& row_key, std::optional<std::string_view> version) {
     auto old = std::find_if(rows_.begin(), rows_.end(),
-                            [&](const Row& r) { return r.row.row_key == row_key; });
+                            [&](const QueryRowItem& r) { return r.row.row_key == row_key; });
     if (old != rows_.end()) {
       rows_bytes_ -= RowBytes(old->row.row_key, old->json);
       rows_.erase(old);
@@ -57,10 +57,11 @@ class QueryCache::CurrentAnswer {
       case QueryRowReader::Outcome::kMatches:
         break;
     }
-    Row row{QueryRow{row_key, std::nullopt}, std::string(*version)};
+    QueryRowItem row{QueryRow{row_key, std::nullopt}, std::string(*version)};
     if (sort_value != nullptr) row.row.sort_value.emplace(*sort_value, boost::json::storage_ptr());
-    auto at = std::partition_point(rows_.begin(), rows_.end(),
-                                   [&](const Row& r) { return Compare(r.row, row.row) < 0; });
+    auto at = std::partition_point(rows_.begin(), rows_.end(), [&](const QueryRowItem& r) {
+      return Compare(r.row, row.row) < 0;
+    });
     rows_bytes_ += RowBytes(row.row.row_key, row.json);
     rows_.insert(at, std::move(row));
     return rows_.size() <= 2 * spec_.limit && !PageOverBytes();
@@ -74,8 +75,8 @@ class QueryCache::CurrentAnswer {
     for (size_t i = 0; i < n; ++i) page->items.push_back(rows_[i].json);
     if (rows_.size() > n) {
       const QueryRow& last = rows_[n - 1].row;
-      page->continuation = EncodeQueryContinuation(
-          last.row_key, last.sort_value ? &*last.sort_value : nullptr, spec_.order_by.has_value());
+      page->continuation =
+          EncodeQueryContinuation(last.row_key, last.sort(), spec_.order_by.has_value());
     }
     page->cost = cost_;
     return page;
@@ -84,20 +85,13 @@ class QueryCache::CurrentAnswer {
   size_t bytes() const { return sizeof(CurrentAnswer) + rows_bytes_; }
 
  private:
-  struct Row {
-    QueryRow row;
-    std::string json;
-  };
-
   static size_t RowBytes(const std::string& row_key, const std::string& json) {
-    return sizeof(Row) + row_key.size() + json.size();
+    return sizeof(QueryRowItem) + row_key.size() + json.size();
   }
 
   // The query's order; an unordered query's is its rows' keys, ascending.
   int Compare(const QueryRow& a, const QueryRow& b) const {
-    const auto* as = a.sort_value ? &*a.sort_value : nullptr;
-    const auto* bs = b.sort_value ? &*b.sort_value : nullptr;
-    return CompareQueryRows(as, a.row_key, bs, b.row_key,
+    return CompareQueryRows(a.sort(), a.row_key, b.sort(), b.row_key,
                             spec_.order_by.has_value() && spec_.descending);
   }
 
@@ -113,10 +107,10 @@ class QueryCache::CurrentAnswer {
   }
 
   const QuerySpec spec_;
-  QueryRowReader reader_;
+  QueryRowReader reader_;  // reads with spec_
   const size_t container_index_;
   const QueryCost cost_;
-  std::vector<Row> rows_;
+  std::vector<QueryRowItem> rows_;
   size_t rows_bytes_ = 0;
 };
 
@@ -143,10 +137,7 @@ uint64_t QueryCache::Generation(size_t container_index, std::string_view partiti
 void QueryCache::Update(size_t container_index, std::string_view partition_key, std::string_view id,
                         std::optional<std::string_view> version) {
   const size_t slot = SlotOf(container_index, partition_key);
-  if (current_in_slot_[slot].load(std::memory_order_acquire) == 0) {
-    generations_[slot].fetch_add(1, std::memory_order_acq_rel);
-    return;
-  }
+  if (BumpUnlessKept(slot)) return;
   const std::string row_key = QueryRowKey(partition_key, id);
   std::lock_guard<std::mutex> lock(mutex_);
   ChangeLocked(slot, container_index, partition_key, &row_key, version);
@@ -154,12 +145,15 @@ void QueryCache::Update(size_t container_index, std::string_view partition_key, 
 
 void QueryCache::Invalidate(size_t container_index, std::string_view partition_key) {
   const size_t slot = SlotOf(container_index, partition_key);
-  if (current_in_slot_[slot].load(std::memory_order_acquire) == 0) {
-    generations_[slot].fetch_add(1, std::memory_order_acq_rel);
-    return;
-  }
+  if (BumpUnlessKept(slot)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   ChangeLocked(slot, container_index, partition_key, nullptr, std::nullopt);
+}
+
+bool QueryCache::BumpUnlessKept(size_t slot) {
+  if (current_in_slot_[slot].load(std::memory_order_acquire) != 0) return false;
+  generations_[slot].fetch_add(1, std::memory_order_acq_rel);
+  return true;
 }
 
 void QueryCache::ChangeLocked(size_t slot, size_t container_index, std::string_view partition_key,

@@ -49,7 +49,6 @@
 #include <vector>
 
 #include "storage/query.h"
-#include "storage/query_row_reader.h"
 
 namespace feedd {
 
@@ -106,6 +105,9 @@ class QueryCache {
   using Entries = std::list<Entry>;
 
   static size_t SlotOf(size_t container_index, std::string_view partition_key);
+  // A change to a slot without answers kept current: only its counter
+  // moves, without the lock. False (nothing done) when it has some.
+  bool BumpUnlessKept(size_t slot);
   // Update() (row_key set) or Invalidate() of a slot with answers kept current.
   void ChangeLocked(size_t slot, size_t container_index, std::string_view partition_key,
                     const std::string* row_key, std::optional<std::string_view> version);

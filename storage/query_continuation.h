@@ -13,14 +13,15 @@
 #include <string>
 #include <string_view>
 
+#include "storage/query.h"
 #include "util/status.h"
 
 namespace feedd {
 
-struct QueryContinuation {
+// The row of the previous page's last item (its sort value nullopt when
+// missing or the query is unordered).
+struct QueryContinuation : QueryRow {
   bool present = false;  // false: the query starts at its first item
-  std::string row_key;
-  std::optional<boost::json::value> sort_value;  // nullopt: missing
 };
 
 // "" decodes to a continuation that is not present; anything but a token

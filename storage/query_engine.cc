@@ -28,16 +28,6 @@ std::string PrefixSuccessor(std::string prefix) {
   return prefix;
 }
 
-const boost::json::value* Ptr(const std::optional<boost::json::value>& v) {
-  return v ? &*v : nullptr;
-}
-
-struct Candidate {
-  std::optional<boost::json::value> sort_value;
-  std::string item_key;
-  std::string json;
-};
-
 class QueryRun {
  public:
   QueryRun(const RocksDatabase* db, const ContainerHandle& c, const QuerySpec& spec,
@@ -172,8 +162,8 @@ class QueryRun {
       if (result_.items.size() == spec_.limit) stopped_ = true;
       return Status::Ok();
     }
-    if (cont_.present && CompareQueryRows(sort_value, item_key, Ptr(cont_.sort_value),
-                                          cont_.row_key, spec_.descending) <= 0) {
+    if (cont_.present && CompareQueryRows(sort_value, item_key, cont_.sort(), cont_.row_key,
+                                          spec_.descending) <= 0) {
       return Status::Ok();  // on an earlier page
     }
     // The page so far is a heap of indexes into candidates_, worst on top:
@@ -184,8 +174,8 @@ class QueryRun {
     // the one it pushes out, reusing its strings' memory.
     if (heap_.size() == spec_.limit || page_capped_) {
       more_ = true;
-      const Candidate& last = candidates_[heap_.front()];
-      if (CompareQueryRows(sort_value, item_key, Ptr(last.sort_value), last.item_key,
+      const QueryRowItem& last = candidates_[heap_.front()];
+      if (CompareQueryRows(sort_value, item_key, last.row.sort(), last.row.row_key,
                            spec_.descending) > 0) {
         return Status::Ok();  // it goes after the page's last item
       }
@@ -199,13 +189,13 @@ class QueryRun {
       slot = candidates_.size();
       candidates_.emplace_back();
     }
-    Candidate& c = candidates_[slot];
+    QueryRowItem& c = candidates_[slot];
     if (sort_value != nullptr) {
-      c.sort_value.emplace(*sort_value, boost::json::storage_ptr());
+      c.row.sort_value.emplace(*sort_value, boost::json::storage_ptr());
     } else {
-      c.sort_value.reset();
+      c.row.sort_value.reset();
     }
-    c.item_key.assign(item_key);
+    c.row.row_key.assign(item_key);
     // Reuse the slot's memory, unless it held a much larger item.
     if (c.json.capacity() > 2 * json.size() + 4096) c.json = std::string();
     c.json.assign(json);
@@ -263,25 +253,22 @@ class QueryRun {
     std::sort_heap(heap_.begin(), heap_.end(), WorseFirst{this});  // best first
     for (uint32_t i : heap_) result_.items.push_back(std::move(candidates_[i].json));
     if (more_ && !heap_.empty()) {
-      const Candidate& last = candidates_[heap_.back()];
-      result_.continuation = EncodeQueryContinuation(last.item_key, Ptr(last.sort_value), true);
+      const QueryRowItem& last = candidates_[heap_.back()];
+      result_.continuation = EncodeQueryContinuation(last.row.row_key, last.row.sort(), true);
     }
     if (rows == nullptr) return;
     rows->clear();
     rows->reserve(heap_.size());
-    for (uint32_t i : heap_) {
-      rows->push_back(
-          QueryRow{std::move(candidates_[i].item_key), std::move(candidates_[i].sort_value)});
-    }
+    for (uint32_t i : heap_) rows->push_back(std::move(candidates_[i].row));
   }
 
   // Heap order on candidate indexes: true when a goes before b in the query.
   struct WorseFirst {
     const QueryRun* run;
     bool operator()(uint32_t a, uint32_t b) const {
-      const Candidate& x = run->candidates_[a];
-      const Candidate& y = run->candidates_[b];
-      return CompareQueryRows(Ptr(x.sort_value), x.item_key, Ptr(y.sort_value), y.item_key,
+      const QueryRowItem& x = run->candidates_[a];
+      const QueryRowItem& y = run->candidates_[b];
+      return CompareQueryRows(x.row.sort(), x.row.row_key, y.row.sort(), y.row.row_key,
                               run->spec_.descending) < 0;
     }
   };
@@ -303,7 +290,7 @@ class QueryRun {
   std::vector<QueryRow> unordered_rows_;  // unordered queries: of the items on the page
   uint64_t page_bytes_ = 0;               // of the items on the page so far
   bool page_capped_ = false;              // ordered: an item was dropped for max_page_bytes
-  std::vector<Candidate> candidates_;     // ordered queries: at most `limit`
+  std::vector<QueryRowItem> candidates_;  // ordered queries: at most `limit`
   std::vector<uint32_t> heap_;            // indexes into candidates_
   std::vector<uint32_t> free_slots_;      // candidates_ no longer on the page
 };

@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "storage/query.h"
-#include "storage/query_row_reader.h"
 #include "storage/rocks_database.h"
 
 namespace feedd {

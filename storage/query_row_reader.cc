@@ -7,10 +7,9 @@
 
 namespace feedd {
 
-QueryRowReader::QueryRowReader(const QuerySpec& spec)
-    : filters_(spec.filters), order_by_(spec.order_by) {
-  for (const FieldFilter& f : filters_) filter_paths_.push_back(PathOf(f.path));
-  if (order_by_) order_path_ = PathOf(*order_by_);
+QueryRowReader::QueryRowReader(const QuerySpec& spec) : spec_(spec) {
+  for (const FieldFilter& f : spec_.filters) filter_paths_.push_back(PathOf(f.path));
+  if (spec_.order_by) order_path_ = PathOf(*spec_.order_by);
 }
 
 QueryRowReader::Outcome QueryRowReader::Read(std::string_view json,
@@ -22,15 +21,16 @@ QueryRowReader::Outcome QueryRowReader::Read(std::string_view json,
       FindJsonMembers(json, members_, &member_values_) == JsonScan::kMalformed) {
     return Outcome::kMalformed;
   }
-  for (size_t i = 0; i < filters_.size(); ++i) {
+  for (size_t i = 0; i < spec_.filters.size(); ++i) {
+    const FieldFilter& filter = spec_.filters[i];
     std::string_view raw;
-    JsonScan found = Find(json, filter_paths_[i], filters_[i].path, &raw);
+    JsonScan found = Find(json, filter_paths_[i], filter.path, &raw);
     if (found == JsonScan::kMalformed) return Outcome::kMalformed;
-    if (found == JsonScan::kMissing || !RawMatches(raw, filters_[i])) return Outcome::kFilteredOut;
+    if (found == JsonScan::kMissing || !RawMatches(raw, filter)) return Outcome::kFilteredOut;
   }
-  if (!order_by_) return Outcome::kMatches;
+  if (!spec_.order_by) return Outcome::kMatches;
   std::string_view raw;
-  JsonScan found = Find(json, order_path_, *order_by_, &raw);
+  JsonScan found = Find(json, order_path_, *spec_.order_by, &raw);
   if (found == JsonScan::kMalformed) return Outcome::kMalformed;
   if (found == JsonScan::kFound) {
     *sort_value = ParseScratch(raw);

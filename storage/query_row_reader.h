@@ -7,7 +7,7 @@
 // answer current (storage/query_cache.h), so the two agree.
 //
 // Thread-safety: not thread-safe (the arena): one per thread of use.
-// Ownership: keeps its own copy of the filters and the order it needs.
+// Ownership: borrows the QuerySpec, which must outlive it.
 #pragma once
 
 #include <boost/json/monotonic_resource.hpp>
@@ -22,14 +22,15 @@
 
 namespace feedd {
 
-// An item of a query's answer as the query orders it.
-struct QueryRow {
-  std::string row_key;                           // QueryRowKey(): the item's storage key
-  std::optional<boost::json::value> sort_value;  // nullopt: missing, or the query is unordered
+// A row with the item's stored JSON: what an answer holds of each item.
+struct QueryRowItem {
+  QueryRow row;
+  std::string json;
 };
 
 class QueryRowReader {
  public:
+  // REQUIRES: `spec` outlives the reader.
   explicit QueryRowReader(const QuerySpec& spec);
   QueryRowReader(const QueryRowReader&) = delete;
   QueryRowReader& operator=(const QueryRowReader&) = delete;
@@ -60,8 +61,7 @@ class QueryRowReader {
   // as text, the rest after parsing.
   bool RawMatches(std::string_view raw, const FieldFilter& filter);
 
-  const std::vector<FieldFilter> filters_;
-  const std::optional<JsonPointer> order_by_;
+  const QuerySpec& spec_;
   std::vector<std::string> members_;      // top-level members the query reads
   std::vector<MemberPath> filter_paths_;  // one per filter
   MemberPath order_path_;

@@ -231,6 +231,16 @@ class StoreTest : public ::testing::Test {
     return One(c, pk, PatchOpFor(c, std::move(id), ops, std::move(if_match)));
   }
 
+  // A processor's view write of `op` to partition `pk` of `c`, by the
+  // consumer `processor.test` (registered by the test).
+  WriteResult ViewWriteOne(std::string_view c, std::string_view pk, WriteOp op) {
+    ViewWrite view;
+    view.consumer = "processor.test";
+    view.requests.push_back(WriteRequest{std::string(c), std::string(pk), {}});
+    view.requests.back().ops.push_back(std::move(op));
+    return store_->WriteView(std::move(view));
+  }
+
   // ---- reading back ----
 
   static json::object ResultItem(const WriteResult& w, size_t i = 0) {
@@ -2390,11 +2400,8 @@ TEST_F(StoreTest, APartitionQueryIsServedFromTheCacheUntilThatPartitionIsWritten
   EXPECT_EQ(Keys("posts", after_write), (std::vector<std::string>{"p1/a", "p1/b", "p1/c"}));
   EXPECT_TRUE(MustQuery("posts", p1).cached);
   ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.test", 0)));
-  ViewWrite view;
-  view.consumer = "processor.test";
-  view.requests.push_back(WriteRequest{"posts", "p1", {}});
-  view.requests.back().ops.push_back(KeyOp(WriteOpKind::kDelete, "a", std::nullopt));
-  ASSERT_TRUE(IsOk(store_->WriteView(std::move(view)).status));
+  ASSERT_TRUE(
+      IsOk(ViewWriteOne("posts", "p1", KeyOp(WriteOpKind::kDelete, "a", std::nullopt)).status));
   QueryResult after_view = MustQuery("posts", p1);
   EXPECT_FALSE(after_view.cached);
   EXPECT_EQ(Keys("posts", after_view), (std::vector<std::string>{"p1/b", "p1/c"}));
@@ -2464,11 +2471,8 @@ TEST_F(StoreTest, AnAnswerKeptCurrentTakesInTheChangesOfItsPartition) {
 
   // A processor's view write is taken in like a client's.
   ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.test", 0)));
-  ViewWrite view;
-  view.consumer = "processor.test";
-  view.requests.push_back(WriteRequest{"posts", "p1", {}});
-  view.requests.back().ops.push_back(KeyOp(WriteOpKind::kDelete, "c", std::nullopt));
-  ASSERT_TRUE(IsOk(store_->WriteView(std::move(view)).status));
+  ASSERT_TRUE(
+      IsOk(ViewWriteOne("posts", "p1", KeyOp(WriteOpKind::kDelete, "c", std::nullopt)).status));
   expect_as_computed({"p1/b", "p1/a"}, false);
   // Five changes of p1, each taken into the kept answer (and into the
   // fresh ones kept by then).
