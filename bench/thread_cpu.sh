@@ -9,8 +9,9 @@
 # for SECONDS, and prints one JSON line: req/s, the daemon's CPU ms per
 # write, and CPU ms per write of each thread group (threads named as in
 # docs/architecture.md, digits folded: ap-N-feed is every applier of `feed`),
-# and the KiB the daemon had written to the disk per write (`write_bytes` of
-# /proc/PID/io: the WAL, flushes and compactions) and its minor page faults
+# and the KiB written to the data's disk per write (sectors written, of the
+# block device's stat: the WAL, flushes and compactions, and any other
+# process's writes, so run it on a quiet box) and its minor page faults
 # per write (/proc/PID/stat: memory touched for the first time), the run's
 # p99, the mean WAL sync (feedd_storage_wal_sync_duration_seconds), the mean
 # requests per group commit (feedd_storage_commit_group_requests) and how
@@ -36,13 +37,18 @@ else
 fi
 snap > "$W/t0"
 head -1 /proc/stat > "$W/stat0"
-awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io0"
+# Sectors written to the data's block device (field 7 of its stat): what
+# reached the disk. /proc/PID/io's write_bytes counts a page each time it
+# is dirtied: the WAL's last page again at every group commit.
+DISK_STAT=/sys/class/block/$(basename "$(df --output=source "$W" | tail -1)")/stat
+sectors() { if [[ -r $DISK_STAT ]]; then awk '{printf "%.0f\n", $7 * 512}' "$DISK_STAT"; else echo 0; fi; }
+sectors > "$W/io0"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
 curl -s "http://$MET/metrics" > "$W/m0"
 /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 head -1 /proc/stat > "$W/stat1"
-awk '/^write_bytes/{print $2}' "/proc/$PID/io" > "$W/io1"
+sectors > "$W/io1"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt1"
 curl -s "http://$MET/metrics" > "$W/m1"
 kill -TERM $PID; wait $PID || true
