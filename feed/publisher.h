@@ -59,6 +59,12 @@ struct PublisherStatus {
   uint64_t heartbeats = 0;        // heartbeats acknowledged by the broker
 };
 
+// The librdkafka properties of the publisher's producer for `options` and
+// `bootstrap`: the publisher's defaults, with every kafka.<property> of
+// `options.properties` over them (docs/kafka.md).
+std::map<std::string, std::string> PublisherProducerProperties(const KafkaOptions& options,
+                                                               const std::string& bootstrap);
+
 class Publisher {
  public:
   // The name under which the publisher registers its retention watermark.

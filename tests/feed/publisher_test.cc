@@ -694,4 +694,26 @@ TEST_F(PublisherTest, AFreshEmbeddedBrokerGetsTheRetainedTailThatFitsItsWindow) 
 }
 
 }  // namespace
+// The producer's properties: the publisher's defaults (idempotent, acks
+// all, batches of 20 ms, uncompressed, no message timeout), with every
+// kafka.<property> of the configuration over them.
+TEST(PublisherProducerPropertiesTest, TheDefaultsAndTheConfigurationOverThem) {
+  KafkaOptions options;
+  options.instance_name = "a";
+  std::map<std::string, std::string> props = PublisherProducerProperties(options, "h:9092");
+  EXPECT_EQ(props["linger.ms"], "20");
+  EXPECT_EQ(props["compression.type"], "none");
+  EXPECT_EQ(props["enable.idempotence"], "true");
+  EXPECT_EQ(props["acks"], "all");
+  EXPECT_EQ(props["message.timeout.ms"], "0");
+  EXPECT_EQ(props["bootstrap.servers"], "h:9092");
+  EXPECT_EQ(props["client.id"], "feedd-a");
+
+  options.properties = {{"linger.ms", "5"}, {"compression.type", "zstd"}};
+  props = PublisherProducerProperties(options, "h:9092");
+  EXPECT_EQ(props["linger.ms"], "5");
+  EXPECT_EQ(props["compression.type"], "zstd");
+  EXPECT_EQ(props["acks"], "all");
+}
+
 }  // namespace feedd
