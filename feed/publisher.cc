@@ -25,6 +25,29 @@ namespace feedd {
 
 namespace {
 
+constexpr size_t kReadBatch = 1000;
+constexpr auto kAckInterval = std::chrono::milliseconds(100);
+constexpr auto kMaxBackoff = std::chrono::seconds(30);
+
+// One round of resolved markers, one per partition of every topic.
+struct MarkerRound {
+  int remaining = 0;  // markers awaiting their delivery report
+  bool failed = false;
+};
+
+// The delivery-report opaque of a message is its change's LSN, or, for a
+// resolved marker, the LSN it vouches for with kMarkerBit set (LSNs stay
+// far below 2^63).
+constexpr uintptr_t kMarkerBit = uintptr_t{1} << 63;
+// A heartbeat's opaque (docs/kafka.md, "Heartbeats"): no LSN is that high.
+void* const kHeartbeatOpaque = reinterpret_cast<void*>(uintptr_t{1} << 62);
+void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
+void* MarkerOpaque(Lsn lsn) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn) | kMarkerBit);
+}
+bool IsMarkerOpaque(void* p) { return (reinterpret_cast<uintptr_t>(p) & kMarkerBit) != 0; }
+Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p) & ~kMarkerBit); }
+
 // Every client of the publisher's (the producer, the recovery's consumer):
 // where, who, and the kafka.<property> keys of the configuration.
 std::map<std::string, std::string> KafkaClientProperties(const KafkaOptions& options,
@@ -63,32 +86,6 @@ std::map<std::string, std::string> PublisherProducerProperties(const KafkaOption
   for (const auto& [k, v] : KafkaClientProperties(options, bootstrap)) props[k] = v;
   return props;
 }
-namespace {
-
-constexpr size_t kReadBatch = 1000;
-constexpr auto kAckInterval = std::chrono::milliseconds(100);
-constexpr auto kMaxBackoff = std::chrono::seconds(30);
-
-// One round of resolved markers, one per partition of every topic.
-struct MarkerRound {
-  int remaining = 0;  // markers awaiting their delivery report
-  bool failed = false;
-};
-
-// The delivery-report opaque of a message is its change's LSN, or, for a
-// resolved marker, the LSN it vouches for with kMarkerBit set (LSNs stay
-// far below 2^63).
-constexpr uintptr_t kMarkerBit = uintptr_t{1} << 63;
-// A heartbeat's opaque (docs/kafka.md, "Heartbeats"): no LSN is that high.
-void* const kHeartbeatOpaque = reinterpret_cast<void*>(uintptr_t{1} << 62);
-void* LsnOpaque(Lsn lsn) { return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn)); }
-void* MarkerOpaque(Lsn lsn) {
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(lsn) | kMarkerBit);
-}
-bool IsMarkerOpaque(void* p) { return (reinterpret_cast<uintptr_t>(p) & kMarkerBit) != 0; }
-Lsn OpaqueLsn(void* p) { return static_cast<Lsn>(reinterpret_cast<uintptr_t>(p) & ~kMarkerBit); }
-
-}  // namespace
 
 class Publisher::Impl {
  public:
@@ -203,10 +200,6 @@ class Publisher::Impl {
 
  private:
   // ---- producer lifecycle ----
-  std::map<std::string, std::string> ClientProperties() const {
-    return KafkaClientProperties(options_, bootstrap_);
-  }
-
   Status CreateProducer() {
     Result<KafkaConfPtr> made = NewKafkaConf(PublisherProducerProperties(options_, bootstrap_));
     if (!made.ok()) return made.status();
@@ -342,7 +335,7 @@ class Publisher::Impl {
   Status Prepare() {
     std::map<std::string, int> counts;
     if (Status s = EnsureTopics(&counts); !s.ok()) return s;
-    auto found = ReadPublishedLsns(ClientProperties(), counts, published_,
+    auto found = ReadPublishedLsns(KafkaClientProperties(options_, bootstrap_), counts, published_,
                                    static_cast<int64_t>(options_.max_inflight_messages),
                                    std::chrono::seconds(10));
     if (!found.ok()) return found.status();

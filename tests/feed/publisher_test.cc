@@ -693,7 +693,6 @@ TEST_F(PublisherTest, AFreshEmbeddedBrokerGetsTheRetainedTailThatFitsItsWindow) 
   }
 }
 
-}  // namespace
 // The producer's properties: the publisher's defaults (idempotent, acks
 // all, batches of 20 ms, uncompressed, no message timeout), with every
 // kafka.<property> of the configuration over them.
@@ -716,4 +715,5 @@ TEST(PublisherProducerPropertiesTest, TheDefaultsAndTheConfigurationOverThem) {
   EXPECT_EQ(props["acks"], "all");
 }
 
+}  // namespace
 }  // namespace feedd
