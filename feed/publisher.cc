@@ -2,8 +2,10 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,6 +87,18 @@ std::map<std::string, std::string> PublisherProducerProperties(const KafkaOption
   };
   for (const auto& [k, v] : KafkaClientProperties(options, bootstrap)) props[k] = v;
   return props;
+}
+
+std::chrono::milliseconds PublisherPollInterval(
+    const std::map<std::string, std::string>& producer_properties) {
+  constexpr std::chrono::milliseconds kMin{1}, kMax{25};
+  auto linger = producer_properties.find("linger.ms");
+  if (linger == producer_properties.end()) return kMin;
+  char* end = nullptr;
+  const double ms = std::strtod(linger->second.c_str(), &end);
+  if (end == linger->second.c_str() || *end != '\0' || !(ms >= 0)) return kMin;
+  return std::clamp(std::chrono::milliseconds(static_cast<int64_t>(std::min(ms, 1e6) / 4)), kMin,
+                    kMax);
 }
 
 class Publisher::Impl {
@@ -201,7 +215,10 @@ class Publisher::Impl {
  private:
   // ---- producer lifecycle ----
   Status CreateProducer() {
-    Result<KafkaConfPtr> made = NewKafkaConf(PublisherProducerProperties(options_, bootstrap_));
+    const std::map<std::string, std::string> properties =
+        PublisherProducerProperties(options_, bootstrap_);
+    poll_interval_ = PublisherPollInterval(properties);
+    Result<KafkaConfPtr> made = NewKafkaConf(properties);
     if (!made.ok()) return made.status();
     rd_kafka_conf_t* conf = made->get();
     rd_kafka_conf_set_opaque(conf, this);
@@ -464,7 +481,10 @@ class Publisher::Impl {
       }
       next_ = records.back()->lsn + 1;
     }
-    rd_kafka_poll(producer_, produced_any || inflight_messages_.load() > 0 ? 1 : 0);
+    // In flight: wait for delivery reports (a report ends the wait), and
+    // let the commits meanwhile gather into the next round.
+    const bool in_flight = produced_any || inflight_messages_.load() > 0;
+    rd_kafka_poll(producer_, in_flight ? static_cast<int>(poll_interval_.count()) : 0);
     AdvanceCheckpoint();
     AckStore(false);
     SendResolvedMarkers();
@@ -760,7 +780,8 @@ class Publisher::Impl {
 
   // Publisher-thread state.
   rd_kafka_t* producer_ = nullptr;
-  std::set<Lsn> already_in_kafka_;  // beyond the checkpoint, known delivered
+  std::chrono::milliseconds poll_interval_{1};  // PublisherPollInterval() of producer_'s
+  std::set<Lsn> already_in_kafka_;              // beyond the checkpoint, known delivered
   InFlightWindow inflight_;
   std::set<Lsn> reference_only_;                 // rejected as too large by the broker
   std::map<std::string, int> partition_counts_;  // topic -> partitions, read by Prepare()

@@ -715,5 +715,19 @@ TEST(PublisherProducerPropertiesTest, TheDefaultsAndTheConfigurationOverThem) {
   EXPECT_EQ(props["acks"], "all");
 }
 
+TEST(PublisherPollIntervalTest, AQuarterOfTheLingerWithinBounds) {
+  KafkaOptions options;
+  EXPECT_EQ(PublisherPollInterval(PublisherProducerProperties(options, "h:1")).count(), 5);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "40"}}).count(), 10);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "0"}}).count(), 1);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "2.5"}}).count(), 1);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "1000"}}).count(), 25);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "1e300"}}).count(), 25);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "x"}}).count(), 1);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "-4"}}).count(), 1);
+  EXPECT_EQ(PublisherPollInterval({{"linger.ms", "nan"}}).count(), 1);
+  EXPECT_EQ(PublisherPollInterval({}).count(), 1);
+}
+
 }  // namespace
 }  // namespace feedd
