@@ -138,6 +138,9 @@ const OptionSpec kOptions[] = {
      }},
     {"storage.before_images", "true", "store the previous version of an item in its change record",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.before_images); }},
+    {"storage.wal_compression", "false",
+     "compress the WAL's records with zstd (experimental in RocksDB 7.8)",
+     [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.wal_compression); }},
     {"storage.block_cache_mb", "256", "RocksDB block cache, in MiB (1..65536)",
      [](std::string_view v, DaemonConfig& c) {
        uint64_t mb = 0;

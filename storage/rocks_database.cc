@@ -69,6 +69,7 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   db_options.create_missing_column_families = true;
   db_options.IncreaseParallelism(2);
   db_options.max_total_wal_size = 512ull << 20;
+  if (options.wal_compression) db_options.wal_compression = rocksdb::kZSTD;
   db_options.keep_log_file_num = 5;
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);

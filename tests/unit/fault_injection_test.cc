@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -91,11 +92,12 @@ class Acknowledgements {
 
 class FaultInjectionTest : public ::testing::Test {
  protected:
-  StoreOptions Options(bool sync = true) {
+  StoreOptions Options(bool sync = true, bool wal_compression = false) {
     StoreOptions o;
     o.data_dir = dir_.path();
     o.containers = BlogContainers();
     o.sync = sync;
+    o.wal_compression = wal_compression;
     o.clock = &clock_;
     o.retention_interval_ms = 3600 * 1000;
     o.block_cache_bytes = 8u << 20;
@@ -261,9 +263,13 @@ TEST_F(FaultInjectionTest, WithoutSyncWritesAreAcknowledgedBeforeTheirWalIsSynce
 // Writes from four threads; the power goes while they run. Every write
 // acknowledged (before or after the cut: an acknowledgement after it was
 // synced before it) is there after a restart on what the disk kept, and
-// the feed has no gap.
-TEST_F(FaultInjectionTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
-  ASSERT_NO_FATAL_FAILURE(Open(Options(/*sync=*/true)));
+// the feed has no gap; with the WAL's records compressed (storage.
+// wal_compression) or not.
+class PowerCutTest : public FaultInjectionTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PowerCutTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
+  const bool wal_compression = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Open(Options(/*sync=*/true, wal_compression)));
   Acknowledgements acks(store_.get(), fs_.get(), Requests());
   std::atomic<bool> stop{false};
   std::thread writers([&] { acks.Run(4, 1000000, &stop); });
@@ -278,7 +284,7 @@ TEST_F(FaultInjectionTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
 
   fs_->DropUnsyncedData();
   fs_->Restore();
-  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  ASSERT_NO_FATAL_FAILURE(Open(Options(/*sync=*/true, wal_compression)));
   std::vector<ChangeRecord> feed = Feed();
   std::set<std::string> in_feed;
   for (size_t i = 0; i < feed.size(); ++i) {
@@ -303,6 +309,35 @@ TEST_F(FaultInjectionTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
     all.continuation = *page->continuation;
   }
   EXPECT_EQ(items, in_feed.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(WalCompression, PowerCutTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Zstd" : "None";
+                         });
+
+// storage.wal_compression: the same writes take fewer bytes of WAL.
+TEST_F(FaultInjectionTest, ACompressedWalHoldsTheSameWritesInFewerBytes) {
+  uint64_t wal_bytes[2] = {0, 0};
+  for (bool compressed : {false, true}) {
+    TempDir dir;
+    StoreOptions options = Options(/*sync=*/false, compressed);
+    options.data_dir = dir.path();
+    options.file_system = nullptr;
+    Result<std::unique_ptr<DocumentStore>> store = DocumentStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (int i = 0; i < 500; ++i) {
+      WriteResult r = (*store)->Write(UpsertRequest(store->get(), "user-" + std::to_string(i)));
+      ASSERT_TRUE(IsOk(r.status)) << r.status.ToString();
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      if (entry.path().extension() == ".log") wal_bytes[compressed] += entry.file_size();
+    }
+    (*store)->Close();
+  }
+  EXPECT_GT(wal_bytes[0], 0u);
+  // About half here; uncompressed they would be equal.
+  EXPECT_LT(wal_bytes[1], wal_bytes[0] * 3 / 4) << wal_bytes[1] << " of " << wal_bytes[0];
 }
 
 // A processor's view write (SubmitView) is derived from changes already
