@@ -312,8 +312,8 @@ TEST_P(PowerCutTest, ARestartAfterAPowerCutLosesNoAcknowledgedWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WalCompression, PowerCutTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Zstd" : "None";
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Zstd" : "None";
                          });
 
 // storage.wal_compression: the same writes take fewer bytes of WAL.
