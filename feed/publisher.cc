@@ -24,7 +24,6 @@
 #include "util/thread_name.h"
 
 namespace feedd {
-
 namespace {
 
 constexpr size_t kReadBatch = 1000;
@@ -91,14 +90,13 @@ std::map<std::string, std::string> PublisherProducerProperties(const KafkaOption
 
 std::chrono::milliseconds PublisherPollInterval(
     const std::map<std::string, std::string>& producer_properties) {
-  constexpr std::chrono::milliseconds kMin{1}, kMax{25};
+  constexpr double kMinMs = 1, kMaxMs = 25;
   auto linger = producer_properties.find("linger.ms");
-  if (linger == producer_properties.end()) return kMin;
+  const char* text = linger == producer_properties.end() ? "" : linger->second.c_str();
   char* end = nullptr;
-  const double ms = std::strtod(linger->second.c_str(), &end);
-  if (end == linger->second.c_str() || *end != '\0' || !(ms >= 0)) return kMin;
-  return std::clamp(std::chrono::milliseconds(static_cast<int64_t>(std::min(ms, 1e6) / 4)), kMin,
-                    kMax);
+  const double ms = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(ms >= 0)) return std::chrono::milliseconds(1);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::clamp(ms / 4, kMinMs, kMaxMs)));
 }
 
 class Publisher::Impl {
