@@ -1,6 +1,7 @@
 #include "processors/commit_change_source.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace feedd {
 namespace {
@@ -18,7 +19,10 @@ void CommitChangeSource::SetReadyCallback(std::function<void()> ready) {
 
 void CommitChangeSource::Seek(Lsn from) {
   tail_.Seek(from);
-  acknowledged_ = recorded_ = from > 0 ? from - 1 : 0;
+  acknowledged_ = from > 0 ? from - 1 : 0;
+  std::unique_lock<std::mutex> lock(marks_->mutex);
+  WaitForMark(lock);
+  marks_->recorded = acknowledged_;
 }
 
 Status CommitChangeSource::NextBatch(size_t max, std::vector<SharedChangeRecord>* out) {
@@ -27,22 +31,57 @@ Status CommitChangeSource::NextBatch(size_t max, std::vector<SharedChangeRecord>
 
 Status CommitChangeSource::Acknowledge(Lsn through) {
   acknowledged_ = std::max(acknowledged_, through);
-  if (std::chrono::steady_clock::now() - last_record_ < kRecordInterval) return Status::Ok();
-  return Record(acknowledged_);
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(marks_->mutex);
+    if (!marks_->failed.ok()) return std::exchange(marks_->failed, Status::Ok());
+    if (marks_->in_flight || acknowledged_ <= marks_->recorded ||
+        now - last_record_ < kRecordInterval) {
+      return Status::Ok();
+    }
+    marks_->in_flight = true;
+  }
+  last_record_ = now;
+  const Lsn through_now = acknowledged_;
+  store_->SubmitView(Mark(through_now), [marks = marks_, through_now](WriteResult r) {
+    {
+      std::lock_guard<std::mutex> lock(marks->mutex);
+      marks->in_flight = false;
+      if (r.status.ok()) {
+        marks->recorded = std::max(marks->recorded, through_now);
+      } else {
+        marks->failed = std::move(r.status);
+      }
+    }
+    marks->answered.notify_all();
+  });
+  return Status::Ok();
 }
 
-Status CommitChangeSource::Sync() { return Record(acknowledged_); }
+Status CommitChangeSource::Sync() {
+  {
+    std::unique_lock<std::mutex> lock(marks_->mutex);
+    WaitForMark(lock);
+    marks_->failed = Status::Ok();  // the write below supersedes it
+    if (acknowledged_ <= marks_->recorded) return Status::Ok();
+  }
+  WriteResult r = store_->WriteView(Mark(acknowledged_));
+  if (!r.status.ok()) return r.status;
+  last_record_ = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(marks_->mutex);
+  marks_->recorded = std::max(marks_->recorded, acknowledged_);
+  return Status::Ok();
+}
 
-Status CommitChangeSource::Record(Lsn through) {
-  if (through <= recorded_) return Status::Ok();
+ViewWrite CommitChangeSource::Mark(Lsn through) const {
   ViewWrite mark;
   mark.consumer = options_.consumer;
   mark.consumer_acked = through;
-  WriteResult r = store_->WriteView(std::move(mark));
-  if (!r.status.ok()) return r.status;
-  recorded_ = through;
-  last_record_ = std::chrono::steady_clock::now();
-  return Status::Ok();
+  return mark;
+}
+
+void CommitChangeSource::WaitForMark(std::unique_lock<std::mutex>& lock) {
+  marks_->answered.wait(lock, [this] { return !marks_->in_flight; });
 }
 
 }  // namespace feedd

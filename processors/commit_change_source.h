@@ -6,15 +6,22 @@
 // Operation
 //   Acknowledge()d positions are recorded as the consumer's applied
 //   watermark (a ViewWrite with no requests, which also holds retention) at
-//   most every 100 ms, and on Sync().
+//   most every 100 ms, and on Sync(). Acknowledge() does not wait for that
+//   write: the reader goes on while it queues behind the commit pipeline's
+//   groups (behind a bulk import's, hundreds of milliseconds), at most one
+//   at a time, and a failure is returned by the next Acknowledge(). Sync()
+//   waits for it, and then records the last position itself.
 //
 // Thread-safety: as ChangeSource; the ready callback runs on the commit
-// thread.
+// thread, the watermark write's answer on the commit pipeline's.
 // Ownership: borrows the store, which must outlive the source.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "processors/change_source.h"
@@ -47,15 +54,26 @@ class CommitChangeSource final : public ChangeSource {
   uint64_t groups_overflowed() const { return tail_.groups_overflowed(); }
 
  private:
-  Status Record(Lsn through);
+  // The watermark writes, shared with their answers (which may come after
+  // the source is gone).
+  struct Marks {
+    std::mutex mutex;
+    std::condition_variable answered;
+    bool in_flight = false;  // a write not answered yet
+    Lsn recorded = 0;        // the last position written
+    Status failed;           // the last write's error, until reported
+  };
+  ViewWrite Mark(Lsn through) const;
+  // Waits until no watermark write is in flight; returns with `lock` held.
+  void WaitForMark(std::unique_lock<std::mutex>& lock);
 
   DocumentStore* const store_;
   const Options options_;
   CommitTail tail_;
+  const std::shared_ptr<Marks> marks_ = std::make_shared<Marks>();
 
   // The reader's thread only.
   Lsn acknowledged_ = 0;
-  Lsn recorded_ = 0;
   std::chrono::steady_clock::time_point last_record_;
 };
 
