@@ -41,43 +41,41 @@ Status CommitChangeSource::Acknowledge(Lsn through) {
     }
     marks_->in_flight = true;
   }
-  last_record_ = now;
-  const Lsn through_now = acknowledged_;
-  store_->SubmitView(Mark(through_now), [marks = marks_, through_now](WriteResult r) {
+  SubmitMark();
+  return Status::Ok();
+}
+
+Status CommitChangeSource::Sync() {
+  std::unique_lock<std::mutex> lock(marks_->mutex);
+  WaitForMark(lock);
+  marks_->failed = Status::Ok();  // the write below supersedes it
+  if (acknowledged_ <= marks_->recorded) return Status::Ok();
+  marks_->in_flight = true;
+  lock.unlock();
+  SubmitMark();
+  lock.lock();
+  WaitForMark(lock);
+  return std::exchange(marks_->failed, Status::Ok());
+}
+
+void CommitChangeSource::SubmitMark() {
+  last_record_ = std::chrono::steady_clock::now();
+  const Lsn through = acknowledged_;
+  ViewWrite mark;
+  mark.consumer = options_.consumer;
+  mark.consumer_acked = through;
+  store_->SubmitView(std::move(mark), [marks = marks_, through](WriteResult r) {
     {
       std::lock_guard<std::mutex> lock(marks->mutex);
       marks->in_flight = false;
       if (r.status.ok()) {
-        marks->recorded = std::max(marks->recorded, through_now);
+        marks->recorded = std::max(marks->recorded, through);
       } else {
         marks->failed = std::move(r.status);
       }
     }
     marks->answered.notify_all();
   });
-  return Status::Ok();
-}
-
-Status CommitChangeSource::Sync() {
-  {
-    std::unique_lock<std::mutex> lock(marks_->mutex);
-    WaitForMark(lock);
-    marks_->failed = Status::Ok();  // the write below supersedes it
-    if (acknowledged_ <= marks_->recorded) return Status::Ok();
-  }
-  WriteResult r = store_->WriteView(Mark(acknowledged_));
-  if (!r.status.ok()) return r.status;
-  last_record_ = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(marks_->mutex);
-  marks_->recorded = std::max(marks_->recorded, acknowledged_);
-  return Status::Ok();
-}
-
-ViewWrite CommitChangeSource::Mark(Lsn through) const {
-  ViewWrite mark;
-  mark.consumer = options_.consumer;
-  mark.consumer_acked = through;
-  return mark;
 }
 
 void CommitChangeSource::WaitForMark(std::unique_lock<std::mutex>& lock) {

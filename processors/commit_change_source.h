@@ -63,7 +63,9 @@ class CommitChangeSource final : public ChangeSource {
     Lsn recorded = 0;        // the last position written
     Status failed;           // the last write's error, until reported
   };
-  ViewWrite Mark(Lsn through) const;
+  // Writes acknowledged_ as the watermark without waiting; the caller has
+  // set marks_->in_flight. The answer clears it.
+  void SubmitMark();
   // Waits until no watermark write is in flight; returns with `lock` held.
   void WaitForMark(std::unique_lock<std::mutex>& lock);
 

@@ -301,11 +301,7 @@ TEST_F(CommitChangeSourceTest, SyncRecordsTheAcknowledgedPositionAsTheConsumersW
   source.Seek(1);
   ASSERT_TRUE(source.Acknowledge(2).ok());
   ASSERT_TRUE(source.Sync().ok());
-  Lsn acked = 0;
-  for (const auto& c : store_->Consumers()) {
-    if (c.name == "processor.test") acked = c.acked;
-  }
-  EXPECT_EQ(acked, 2u);
+  EXPECT_EQ(Acked("processor.test"), 2u);
 }
 
 // Acknowledge() does not wait for its watermark write, which may queue
