@@ -129,6 +129,19 @@ def pct(values, p):
     return S.percentile(v, p) if v else None
 
 
+def copy_feedd_data(src, dst):
+    """A copy of feedd's data directory that costs no disk for its bulk, as
+    RocksDB's checkpoints do: table and blob files are never written again
+    once created (compactions write new ones and delete the old), so they
+    are hard-linked; every other file is copied."""
+    def copy(s, d):
+        if s.endswith((".sst", ".blob")):
+            os.link(s, d)
+        else:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dst, symlinks=True, copy_function=copy)
+
+
 def du(path):
     return int(subprocess.run(["du", "-sb", path], capture_output=True, text=True,
                               check=True).stdout.split()[0])
@@ -229,11 +242,19 @@ def free_port():
     return port
 
 
-def load_postgres(pg, sf, csv_dir):
+def load_postgres(pg, sf, csv_dir, written=False):
+    """COPY of load.py's CSV files, then indexes, triggers and the slot.
+    With `written`, csv_dir already holds them (and load.py's report in
+    counts.txt) and keeps them; otherwise they are written there, timed
+    apart, and removed after the load."""
     t0 = time.monotonic()
-    out = run([sys.executable, os.path.join(HERE, "load.py"), "--sf", str(sf), "--out", csv_dir],
-              capture_output=True, text=True).stdout
-    gen_s = time.monotonic() - t0
+    if written:
+        with open(os.path.join(csv_dir, "counts.txt")) as f:
+            out = f.read()
+    else:
+        out = run([sys.executable, os.path.join(HERE, "load.py"), "--sf", str(sf), "--out",
+                   csv_dir], capture_output=True, text=True).stdout
+    gen_s = None if written else time.monotonic() - t0
     counts = dict(zip(out.split()[0::2], map(int, out.split()[1::2])))
     pg.psql("-c", "CREATE DATABASE bench", db="postgres")
     pg.psql("-f", os.path.join(HERE, "schema.sql"))
@@ -246,7 +267,8 @@ def load_postgres(pg, sf, csv_dir):
     pg.psql("-c", "SELECT pg_create_logical_replication_slot('peer', 'wal2json')")
     pg.psql("-c", "CHECKPOINT")
     load_s = time.monotonic() - t0
-    shutil.rmtree(csv_dir)
+    if not written:
+        shutil.rmtree(csv_dir)
     return {"items": counts["items"], "posts": counts["posts"], "users": counts["users"],
             "generate_s": gen_s, "copy_s": copy_s, "load_s": load_s,
             "disk_bytes": du(pg.data)}
@@ -569,6 +591,8 @@ def main():
     ap.add_argument("--feedd", required=True)
     ap.add_argument("--feedd-data")
     ap.add_argument("--keys")
+    ap.add_argument("--pg-csv", help="load.py's CSV files, written beforehand into this "
+                    "directory with its report in counts.txt (kept)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--latency-seconds", type=int, default=5)
@@ -591,11 +615,12 @@ def main():
         log("loading PostgreSQL (SF %g)" % args.sf)
         pg.initdb()
         pg.start()
-        pg_load = load_postgres(pg, args.sf, os.path.join(work, "csv"))
+        pg_load = load_postgres(pg, args.sf, args.pg_csv or os.path.join(work, "csv"),
+                                written=bool(args.pg_csv))
         pg.stop()
         meta = {"users": pg_load["users"], "posts": pg_load["posts"], "items": pg_load["items"]}
         if args.feedd_data:
-            shutil.copytree(args.feedd_data, fd.data, symlinks=True)
+            copy_feedd_data(args.feedd_data, fd.data)
             fd_load = {"load_s": None, "disk_bytes": du(fd.data)}
         else:
             log("loading feedd (SF %g)" % args.sf)
@@ -604,15 +629,21 @@ def main():
             args.keys = os.path.join(work, "keys.txt")
             run([sys.executable, os.path.join(ROOT, "bench", "scenario", "driver.py"), "keys",
                  "--sf", str(args.sf), "--out", args.keys], stdout=subprocess.DEVNULL)
+        # The first round runs on the loaded data; each later one on fresh
+        # copies of it, kept aside beforehand (none with one round: at SF 1
+        # the two data sets take most of this box's disk).
         pristine_pg, pristine_fd = pg.data + ".loaded", fd.data + ".loaded"
-        shutil.copytree(pg.data, pristine_pg, symlinks=True)
-        shutil.copytree(fd.data, pristine_fd, symlinks=True)
-        pg.chown(pristine_pg)
+        if args.rounds > 1:
+            shutil.copytree(pg.data, pristine_pg, symlinks=True)
+            copy_feedd_data(fd.data, pristine_fd)
+            pg.chown(pristine_pg)
         rows = []
         for r in range(args.rounds):
-            for path, pristine in ((pg.data, pristine_pg), (fd.data, pristine_fd)):
-                shutil.rmtree(path)
-                shutil.copytree(pristine, path, symlinks=True)
+            if r > 0:
+                shutil.rmtree(pg.data)
+                shutil.copytree(pristine_pg, pg.data, symlinks=True)
+                shutil.rmtree(fd.data)
+                copy_feedd_data(pristine_fd, fd.data)
             pg.chown(pg.data)
             first = "postgres" if r % 2 == 0 else "feedd"
             log("round %d of %d (%s first)" % (r + 1, args.rounds, first))
@@ -627,12 +658,13 @@ def main():
                     if fd_load["load_s"] else "(loaded beforehand)")
     loads = ("| load | PostgreSQL | feedd |\n|---|---|---|\n"
              "| items | %d | %d |\n| load s | %.1f (COPY %.1f, then indexes, triggers, slot, "
-             "checkpoint; CSV generation %.1f s not counted) | %s |\n"
+             "checkpoint; CSV generation %s not counted) | %s |\n"
              "| load items/s | %.0f | %s |\n"
              "| disk bytes/item | %.0f | %.0f |\n"
              "| feedd's peak RSS during the load, MiB | | %s |" % (
                  meta["items"], meta["items"], pg_load["load_s"], pg_load["copy_s"],
-                 pg_load["generate_s"], fd_load_text, meta["items"] / pg_load["load_s"],
+                 "%.1f s" % pg_load["generate_s"] if pg_load["generate_s"] is not None
+                 else "beforehand", fd_load_text, meta["items"] / pg_load["load_s"],
                  "%.0f" % (meta["items"] / fd_load["load_s"]) if fd_load["load_s"] else "-",
                  pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"],
                  "%.0f" % (fd_load["peak_rss_bytes"] / 2**20) if fd_load["load_s"] else "-"))

@@ -8,7 +8,9 @@
 # env: FEEDD_BIN (default: scripts/build.sh's), FEEDD_DATA + KEYS (a loaded
 #      V3 copy and its keys, instead of loading feedd over HTTP), ROUNDS [2],
 #      SECONDS_PER_RUN [20], LATENCY_SECONDS [5], CONNS ["8 64"],
-#      ONLY ["rename latency read write"] (which figures)
+#      ONLY ["rename latency read write"] (which figures), PG_CSV (a directory
+#      with load.py's CSV files, written beforehand: load.py --sf SF --out DIR
+#      > DIR/counts.txt; they are kept)
 # Installs what is missing (scripts/install-deps.sh: postgresql-15 and
 # postgresql-15-wal2json among them). Results: OUT_DIR/peer.md, peer.json.
 set -euo pipefail
@@ -25,4 +27,5 @@ args=(--sf "$SF" --feedd "$FEEDD_BIN" --out "$OUT" --rounds "${ROUNDS:-2}"
       --seconds "${SECONDS_PER_RUN:-20}" --latency-seconds "${LATENCY_SECONDS:-5}"
       --conns "${CONNS:-8 64}" --only "${ONLY:-rename latency read write}")
 if [[ -n "${FEEDD_DATA:-}" ]]; then args+=(--feedd-data "$FEEDD_DATA" --keys "$KEYS"); fi
+if [[ -n "${PG_CSV:-}" ]]; then args+=(--pg-csv "$PG_CSV"); fi
 exec /usr/bin/python3 bench/peer/postgres/peer.py "${args[@]}"
