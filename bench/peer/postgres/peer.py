@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -243,7 +244,8 @@ def free_port():
 
 
 def load_postgres(pg, sf, csv_dir, written=False):
-    """COPY of load.py's CSV files, then indexes, triggers and the slot.
+    """COPY of load.py's CSV files (plain or compressed), then indexes,
+    triggers and the slot.
     With `written`, csv_dir already holds them (and load.py's report in
     counts.txt) and keeps them; otherwise they are written there, timed
     apart, and removed after the load."""
@@ -260,7 +262,11 @@ def load_postgres(pg, sf, csv_dir, written=False):
     pg.psql("-f", os.path.join(HERE, "schema.sql"))
     t0 = time.monotonic()
     for table in ("users", "posts", "comments", "likes"):
-        pg.psql("-c", "\\copy %s FROM '%s' (FORMAT csv)" % (table, os.path.join(csv_dir, table + ".csv")))
+        path = os.path.join(csv_dir, table + ".csv")
+        # load.py --zstd's files are read through zstd, on the client's side.
+        source = ("PROGRAM 'zstd -dc %s'" % (path + ".zst") if os.path.exists(path + ".zst")
+                  else "'%s'" % path)
+        pg.psql("-c", "\\copy %s FROM %s (FORMAT csv)" % (table, source))
     copy_s = time.monotonic() - t0
     pg.psql("-f", os.path.join(HERE, "indexes.sql"))
     pg.psql("-f", os.path.join(HERE, "triggers.sql"))
@@ -358,8 +364,9 @@ def load_feedd(fd, sf, ndjson_dir):
     NDJSON (bench/scenario/ndjson.py, not timed, as the CSV for COPY is not),
     then `feedctl import` of users and posts, until every view is current."""
     t0 = time.monotonic()
-    run([sys.executable, os.path.join(ROOT, "bench", "scenario", "ndjson.py"), "--sf", str(sf),
-         "--out", ndjson_dir], stdout=subprocess.DEVNULL)
+    counts = json.loads(run([sys.executable, os.path.join(ROOT, "bench", "scenario", "ndjson.py"),
+                             "--sf", str(sf), "--out", ndjson_dir],
+                            capture_output=True, text=True).stdout)
     gen_s = time.monotonic() - t0
     fd.start()
     t0 = time.monotonic()
@@ -375,7 +382,7 @@ def load_feedd(fd, sf, ndjson_dir):
     fd.stop()
     shutil.rmtree(ndjson_dir)
     return {"load_s": load_s, "import_s": import_s, "generate_s": gen_s,
-            "peak_rss_bytes": peak_rss, "disk_bytes": du(fd.data)}
+            "peak_rss_bytes": peak_rss, "disk_bytes": du(fd.data), "items": counts["items"]}
 
 
 def wrk(fd, mix, conns, seconds, keys, nusers):
@@ -510,9 +517,12 @@ def one_round(pg, fd, args, meta, first):
         add("feedd", "memory", {"pss_mib": pss_mib(fd.proc.pid)})
         fd.stop()
 
-    for side in ((pg_side, feedd_side) if first == "postgres" else (feedd_side, pg_side)):
+    sides = {"postgres": pg_side, "feedd": feedd_side}
+    for system in (("postgres", "feedd") if first == "postgres" else ("feedd", "postgres")):
+        if system not in args.systems:
+            continue
         log("disk settled in %.1f s" % settle_disk())
-        side()
+        sides[system]()
     return rows
 
 
@@ -584,15 +594,89 @@ def charts(rows, out, title):
             dat, os.path.join(out, name + ".png"), title), os.path.join(HERE, name + ".gp")])
 
 
+def loads_table(meta, pg_load, fd_load):
+    """The load's figures of each system that was loaded ("-" for one that
+    was not, or was loaded beforehand)."""
+    items = meta["items"]
+
+    def per_item(load, key):
+        return "%.0f" % (load[key] / items) if load else "-"
+
+    if pg_load:
+        pg_s = ("%.1f (COPY %.1f, then indexes, triggers, slot, checkpoint; CSV generation %s "
+                "not counted)" % (pg_load["load_s"], pg_load["copy_s"],
+                                  "%.1f s" % pg_load["generate_s"]
+                                  if pg_load["generate_s"] is not None else "beforehand"))
+        pg_rate = "%.0f" % (items / pg_load["load_s"])
+    else:
+        pg_s = pg_rate = "-"
+    if fd_load and fd_load["load_s"]:
+        fd_s = ("%.1f (`feedctl import`, until the views are current; import %.1f; NDJSON "
+                "generation %.1f s not counted)" % (fd_load["load_s"], fd_load["import_s"],
+                                                     fd_load["generate_s"]))
+        fd_rate = "%.0f" % (items / fd_load["load_s"])
+        fd_rss = "%.0f" % (fd_load["peak_rss_bytes"] / 2**20)
+    else:
+        fd_s = "(loaded beforehand)" if fd_load else "-"
+        fd_rate = fd_rss = "-"
+    return ("| load | PostgreSQL | feedd |\n|---|---|---|\n"
+            "| items | %d | %d |\n| load s | %s | %s |\n| load items/s | %s | %s |\n"
+            "| disk bytes/item | %s | %s |\n"
+            "| feedd's peak RSS during the load, MiB | | %s |" % (
+                items, items, pg_s, fd_s, pg_rate, fd_rate, per_item(pg_load, "disk_bytes"),
+                per_item(fd_load, "disk_bytes"), fd_rss))
+
+
+def report(out, result):
+    """OUT/peer.md, the charts and OUT/peer.json of a run's `result` (meta,
+    pg_load, feedd_load, rows, rounds, sf, commit, command); prints peer.md."""
+    os.makedirs(out, exist_ok=True)
+    md = "%s\n\n%s\n\nMedians of %d rounds; feedd %s; %s; command: `%s`\n" % (
+        loads_table(result["meta"], result["pg_load"], result["feedd_load"]),
+        table(result["rows"]), result["rounds"], result["commit"], time.strftime("%Y-%m-%d"),
+        result["command"])
+    with open(os.path.join(out, "peer.md"), "w") as f:
+        f.write(md)
+    charts(result["rows"], out, "PostgreSQL 15 and feedd %s, SF %g, %d items, medians of %d "
+           "rounds" % (result["commit"], result["sf"], result["meta"]["items"], result["rounds"]))
+    with open(os.path.join(out, "peer.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(md)
+
+
+def merge(paths, out):
+    """One report of runs that each measured one system (--systems), such as
+    PostgreSQL and feedd at SF 1, whose data sets do not fit this box's disk
+    together."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    if len({(r["sf"], r["meta"]["items"]) for r in runs}) != 1:
+        sys.exit("peer.py --merge: the runs measured different data sets")
+    pick = lambda key: next((r[key] for r in runs if r[key]), None)  # noqa: E731
+    report(out, {"meta": runs[0]["meta"], "pg_load": pick("pg_load"),
+                 "feedd_load": pick("feedd_load"), "rows": [x for r in runs for x in r["rows"]],
+                 "rounds": min(r["rounds"] for r in runs), "sf": runs[0]["sf"],
+                 "commit": " / ".join(dict.fromkeys(r["commit"] for r in runs)),
+                 "command": " + ".join(r["command"] for r in runs)})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sf", type=float, required=True)
-    ap.add_argument("--feedd", required=True)
+    ap.add_argument("--sf", type=float)
+    ap.add_argument("--feedd")
     ap.add_argument("--feedd-data")
     ap.add_argument("--keys")
-    ap.add_argument("--pg-csv", help="load.py's CSV files, written beforehand into this "
-                    "directory with its report in counts.txt (kept)")
+    ap.add_argument("--pg-csv", help="load.py's CSV files (plain or --zstd), written "
+                    "beforehand into this directory with its report in counts.txt (kept)")
+    ap.add_argument("--systems", default="postgres feedd",
+                    help="which systems to load and measure (for one alone, then --merge)")
+    ap.add_argument("--items", type=int, help="the items of --feedd-data, when PostgreSQL "
+                    "is not loaded to count them (bench/scenario/ndjson.py prints them)")
+    ap.add_argument("--merge", nargs="+", metavar="PEER_JSON",
+                    help="only write one report of these runs' peer.json into --out")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--latency-seconds", type=int, default=5)
@@ -601,30 +685,47 @@ def main():
                     help="which figures: rename, latency (one connection), read, write")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.merge:
+        merge(args.merge, args.out)
+        return
+    if args.sf is None or not args.feedd:
+        ap.error("--sf and --feedd are required")
     # The checkout's commit when the run starts (--feedd may be built from another).
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     args.conns = [int(c) for c in args.conns.split()]
     args.only = set(args.only.split())
+    args.systems = set(args.systems.split())
+    if not args.systems or args.systems - {"postgres", "feedd"}:
+        ap.error("--systems: postgres and/or feedd")
+    if args.feedd_data and "postgres" not in args.systems and not args.items:
+        ap.error("--feedd-data without PostgreSQL needs --items")
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="feedd-peer.")
     os.chmod(work, 0o755)
     pg, fd = Postgres(os.path.join(work, "pgw")), Feedd(os.path.abspath(args.feedd), work)
     os.makedirs(pg.work)
+    pg_load = fd_load = None
     try:
-        log("loading PostgreSQL (SF %g)" % args.sf)
-        pg.initdb()
-        pg.start()
-        pg_load = load_postgres(pg, args.sf, args.pg_csv or os.path.join(work, "csv"),
-                                written=bool(args.pg_csv))
-        pg.stop()
-        meta = {"users": pg_load["users"], "posts": pg_load["posts"], "items": pg_load["items"]}
-        if args.feedd_data:
+        if "postgres" in args.systems:
+            log("loading PostgreSQL (SF %g)" % args.sf)
+            pg.initdb()
+            pg.start()
+            pg_load = load_postgres(pg, args.sf, args.pg_csv or os.path.join(work, "csv"),
+                                    written=bool(args.pg_csv))
+            pg.stop()
+        if "feedd" in args.systems and args.feedd_data:
             copy_feedd_data(args.feedd_data, fd.data)
             fd_load = {"load_s": None, "disk_bytes": du(fd.data)}
-        else:
+        elif "feedd" in args.systems:
             log("loading feedd (SF %g)" % args.sf)
             fd_load = load_feedd(fd, args.sf, os.path.join(work, "ndjson"))
+        if pg_load:
+            meta = {k: pg_load[k] for k in ("users", "posts", "items")}
+        else:
+            ks = S.KeySpace(args.sf, 42)
+            meta = {"users": ks.users, "posts": ks.posts,
+                    "items": fd_load.get("items", args.items)}
         if not args.keys:
             args.keys = os.path.join(work, "keys.txt")
             run([sys.executable, os.path.join(ROOT, "bench", "scenario", "driver.py"), "keys",
@@ -634,50 +735,30 @@ def main():
         # the two data sets take most of this box's disk).
         pristine_pg, pristine_fd = pg.data + ".loaded", fd.data + ".loaded"
         if args.rounds > 1:
-            shutil.copytree(pg.data, pristine_pg, symlinks=True)
-            copy_feedd_data(fd.data, pristine_fd)
-            pg.chown(pristine_pg)
+            if pg_load:
+                shutil.copytree(pg.data, pristine_pg, symlinks=True)
+                pg.chown(pristine_pg)
+            if fd_load:
+                copy_feedd_data(fd.data, pristine_fd)
         rows = []
         for r in range(args.rounds):
-            if r > 0:
+            if r > 0 and pg_load:
                 shutil.rmtree(pg.data)
                 shutil.copytree(pristine_pg, pg.data, symlinks=True)
+            if r > 0 and fd_load:
                 shutil.rmtree(fd.data)
                 copy_feedd_data(pristine_fd, fd.data)
-            pg.chown(pg.data)
+            if pg_load:
+                pg.chown(pg.data)
             first = "postgres" if r % 2 == 0 else "feedd"
             log("round %d of %d (%s first)" % (r + 1, args.rounds, first))
             rows += one_round(pg, fd, args, meta, first)
     finally:
         pg.stop()
         fd.stop()
-    command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
-    fd_load_text = ("%.1f (`feedctl import`, until the views are current; import %.1f; NDJSON "
-                    "generation %.1f s not counted)" % (fd_load["load_s"], fd_load["import_s"],
-                                                         fd_load["generate_s"])
-                    if fd_load["load_s"] else "(loaded beforehand)")
-    loads = ("| load | PostgreSQL | feedd |\n|---|---|---|\n"
-             "| items | %d | %d |\n| load s | %.1f (COPY %.1f, then indexes, triggers, slot, "
-             "checkpoint; CSV generation %s not counted) | %s |\n"
-             "| load items/s | %.0f | %s |\n"
-             "| disk bytes/item | %.0f | %.0f |\n"
-             "| feedd's peak RSS during the load, MiB | | %s |" % (
-                 meta["items"], meta["items"], pg_load["load_s"], pg_load["copy_s"],
-                 "%.1f s" % pg_load["generate_s"] if pg_load["generate_s"] is not None
-                 else "beforehand", fd_load_text, meta["items"] / pg_load["load_s"],
-                 "%.0f" % (meta["items"] / fd_load["load_s"]) if fd_load["load_s"] else "-",
-                 pg_load["disk_bytes"] / meta["items"], fd_load["disk_bytes"] / meta["items"],
-                 "%.0f" % (fd_load["peak_rss_bytes"] / 2**20) if fd_load["load_s"] else "-"))
-    md = "%s\n\n%s\n\nMedians of %d rounds; feedd %s; %s; command: `%s`\n" % (
-        loads, table(rows), args.rounds, commit, time.strftime("%Y-%m-%d"), command)
-    with open(os.path.join(args.out, "peer.md"), "w") as f:
-        f.write(md)
-    charts(rows, args.out, "PostgreSQL 15 and feedd %s, SF %g, %d items, medians of %d rounds" % (
-        commit, args.sf, meta["items"], args.rounds))
-    with open(os.path.join(args.out, "peer.json"), "w") as f:
-        json.dump({"meta": meta, "pg_load": pg_load, "feedd_load": fd_load, "rows": rows,
-                   "commit": commit, "command": command}, f, indent=1)
-    print(md)
+    report(args.out, {"meta": meta, "pg_load": pg_load, "feedd_load": fd_load, "rows": rows,
+                      "rounds": args.rounds, "sf": args.sf, "commit": commit,
+                      "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])})
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -9,8 +9,11 @@
 #      V3 copy and its keys, instead of loading feedd over HTTP), ROUNDS [2],
 #      SECONDS_PER_RUN [20], LATENCY_SECONDS [5], CONNS ["8 64"],
 #      ONLY ["rename latency read write"] (which figures), PG_CSV (a directory
-#      with load.py's CSV files, written beforehand: load.py --sf SF --out DIR
-#      > DIR/counts.txt; they are kept)
+#      with load.py's CSV files, written beforehand: load.py --sf SF [--zstd]
+#      --out DIR > DIR/counts.txt; they are kept), SYSTEMS ["postgres feedd"]
+#      (one alone, when both data sets do not fit the disk together; then
+#      peer.py --merge A/peer.json B/peer.json --out DIR makes one report),
+#      ITEMS (FEEDD_DATA's items, when PostgreSQL is not loaded to count them)
 # Installs what is missing (scripts/install-deps.sh: postgresql-15 and
 # postgresql-15-wal2json among them). Results: OUT_DIR/peer.md, peer.json.
 set -euo pipefail
@@ -28,4 +31,6 @@ args=(--sf "$SF" --feedd "$FEEDD_BIN" --out "$OUT" --rounds "${ROUNDS:-2}"
       --conns "${CONNS:-8 64}" --only "${ONLY:-rename latency read write}")
 if [[ -n "${FEEDD_DATA:-}" ]]; then args+=(--feedd-data "$FEEDD_DATA" --keys "$KEYS"); fi
 if [[ -n "${PG_CSV:-}" ]]; then args+=(--pg-csv "$PG_CSV"); fi
+if [[ -n "${SYSTEMS:-}" ]]; then args+=(--systems "$SYSTEMS"); fi
+if [[ -n "${ITEMS:-}" ]]; then args+=(--items "$ITEMS"); fi
 exec /usr/bin/python3 bench/peer/postgres/peer.py "${args[@]}"
