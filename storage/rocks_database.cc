@@ -82,6 +82,15 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     table.block_cache = cache;
     table.cache_index_and_filter_blocks = true;
     table.pin_l0_filter_and_index_blocks_in_cache = true;
+    // Index and filter in 4 KiB partitions under a small top level (pinned):
+    // a point read loads the partitions it needs, not its file's whole index
+    // and filter. Unpartitioned, they are about 3 % of the data (1.2 MB of
+    // index and 0.75 MB of filter per 64 MB file), and once they outgrow the
+    // block cache every read loads and decompresses megabytes (SF 1, 24 GB
+    // with the default 256 MiB cache: a rename's fan-out took 2.4 s and 3 s
+    // of CPU, against 0.45 s and 0.23 s with a cache that held them).
+    table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+    table.partition_filters = true;
     if (bloom) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     if (bloom) {
       cf.memtable_whole_key_filtering = true;

@@ -400,29 +400,58 @@ TEST_F(StoreTest, FreshStoreIsEmptyAndHealthy) {
   EXPECT_EQ(page.next, 1u);
 }
 
+// `setting` of every column family, as RocksDB recorded it in the newest
+// OPTIONS file of `dir` (family -> value), from the sections that start with
+// `section` ("CFOptions" or "TableOptions/BlockBasedTable").
+std::map<std::string, std::string> RecordedSetting(const std::string& dir,
+                                                   const std::string& section,
+                                                   const std::string& setting) {
+  std::string newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("OPTIONS-", 0) == 0 && name > newest) newest = name;
+  }
+  std::map<std::string, std::string> values;
+  if (newest.empty()) return values;
+  std::ifstream in(dir + "/" + newest);
+  const std::string head = "[" + section + " \"", key = "  " + setting + "=";
+  std::string line, family;
+  while (std::getline(in, line)) {
+    if (line.rfind("[", 0) == 0) {
+      family =
+          line.rfind(head, 0) == 0 ? line.substr(head.size(), line.size() - head.size() - 2) : "";
+    }
+    if (!family.empty() && line.rfind(key, 0) == 0) values[family] = line.substr(key.size());
+  }
+  return values;
+}
+
 // The items' column families, where every write first looks its key up
 // (most often absent in an import), have a memtable bloom filter; the
 // feed's and the indexes' (never read by key before a write) have none.
 TEST_F(StoreTest, OnlyTheItemsFamiliesHaveAMemtableBloomFilter) {
-  std::string newest;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("OPTIONS-", 0) == 0 && name > newest) newest = name;
-  }
-  ASSERT_FALSE(newest.empty());
-  std::ifstream in(dir_.path() + "/" + newest);
-  std::map<std::string, std::string> filtering;  // family -> its setting
-  std::string line, family;
-  while (std::getline(in, line)) {
-    if (line.rfind("[CFOptions \"", 0) == 0) family = line.substr(12, line.size() - 14);
-    const std::string key = "  memtable_whole_key_filtering=";
-    if (!family.empty() && line.rfind(key, 0) == 0) filtering[family] = line.substr(key.size());
-  }
+  auto filtering = RecordedSetting(dir_.path(), "CFOptions", "memtable_whole_key_filtering");
   ASSERT_EQ(filtering.count("items.posts"), 1u);
   for (const auto& [name, value] : filtering) {
     EXPECT_EQ(value, name.rfind("items.", 0) == 0 ? "true" : "false") << name;
   }
   EXPECT_EQ(filtering.at("feed"), "false");
+}
+
+// Every family's files keep their index and filter in partitions, so that a
+// read loads the small part it needs, however large the data grows beside
+// the block cache.
+TEST_F(StoreTest, EveryFamilyPartitionsItsIndexAndFilter) {
+  const std::string section = "TableOptions/BlockBasedTable";
+  auto index = RecordedSetting(dir_.path(), section, "index_type");
+  auto filters = RecordedSetting(dir_.path(), section, "partition_filters");
+  ASSERT_EQ(index.count("items.posts"), 1u);
+  ASSERT_EQ(index.count("feed"), 1u);
+  ASSERT_EQ(filters.size(), index.size());
+  for (const auto& [name, value] : index) {
+    EXPECT_EQ(value, "kTwoLevelIndexSearch") << name;
+    EXPECT_EQ(filters.at(name), "true") << name;
+  }
 }
 
 TEST_F(StoreTest, OpenFailsForUnusableDataDir) {
