@@ -13,11 +13,14 @@ storage.sync=true on its embedded defaults (embedded broker, the three
 processors). The same data set (bench/scenario's generator, seed 42) is loaded
 into both, each by its bulk path - PostgreSQL by COPY, then indexes and
 triggers; feedd by `feedctl import` of NDJSON with its views following -
-unless --feedd-data gives a loaded copy.
+unless --feedd-data gives a loaded copy. --systems measures one of them
+alone, and --merge makes one report of such runs (at SF 1 the two data
+sets do not fit this box's disk together).
 
-Per round, each system on a fresh copy of its loaded data, taking turns
-(which goes first alternates), each after a sync() (so that the copies are
-written back before, not during, a side's runs): renames of random users on
+Per round, each system on its loaded data (the first round) or a fresh
+copy of it, taking turns (which goes first alternates), each after a sync()
+(so that the copies are written back before, not during, a side's runs):
+renames of random users on
 one connection (PostgreSQL: the UPDATE whose trigger rewrites the user's posts, comments
 and likes; feedd: the PATCH, then a read of one of the user's posts with
 X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
