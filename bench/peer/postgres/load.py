@@ -14,6 +14,7 @@ SF 1's 30 GB of CSV take about 7.
 
 import argparse
 import csv
+import io
 import os
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def main():
             z = subprocess.Popen(["zstd", "-1", "-q", "-T1", "-f", "-o", path + ".zst"],
                                  stdin=subprocess.PIPE)
             zstds.append(z)
-            files[name] = open(z.stdin.fileno(), "w", newline="", closefd=False)
+            files[name] = io.TextIOWrapper(z.stdin, newline="")  # closing it ends zstd's input
         else:
             files[name] = open(path, "w", newline="")
     w = {name: csv.writer(f) for name, f in files.items()}
@@ -66,7 +67,6 @@ def main():
     for f in files.values():
         f.close()
     for z in zstds:
-        z.stdin.close()
         if z.wait() != 0:
             sys.exit("zstd exited %d" % z.returncode)
     print("users %d posts %d comments %d likes %d items %d" % (

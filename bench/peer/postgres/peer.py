@@ -50,7 +50,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -657,9 +656,11 @@ def merge(paths, out):
             runs.append(json.load(f))
     if len({(r["sf"], r["meta"]["items"]) for r in runs}) != 1:
         sys.exit("peer.py --merge: the runs measured different data sets")
-    pick = lambda key: next((r[key] for r in runs if r[key]), None)  # noqa: E731
-    report(out, {"meta": runs[0]["meta"], "pg_load": pick("pg_load"),
-                 "feedd_load": pick("feedd_load"), "rows": [x for r in runs for x in r["rows"]],
+    def loaded(key):  # the load of the run that loaded that system
+        return next((r[key] for r in runs if r[key]), None)
+
+    report(out, {"meta": runs[0]["meta"], "pg_load": loaded("pg_load"),
+                 "feedd_load": loaded("feedd_load"), "rows": [x for r in runs for x in r["rows"]],
                  "rounds": min(r["rounds"] for r in runs), "sf": runs[0]["sf"],
                  "commit": " / ".join(dict.fromkeys(r["commit"] for r in runs)),
                  "command": " + ".join(r["command"] for r in runs)})
