@@ -158,7 +158,10 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
       if (oldest_ts > 0 && now > oldest_ts) s.lag_seconds = (now - oldest_ts) / 1000.0;
     }
     { std::tie(s.state, s.last_error) = status_.Get(); }
-    s.parked = applier_->parked();
+    {
+      std::lock_guard<std::mutex> lock(parked_mutex_);
+      s.parked = parked_.size();
+    }
     s.parked_total = applier_->parked_total();
     s.rebuilds = rebuilds_.load();
     s.paused = paused_.load();
@@ -179,7 +182,13 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
     return s;
   }
 
-  std::vector<ParkedChange> Parked() const { return applier_->Parked(); }
+  std::vector<ParkedChange> Parked() const {
+    std::lock_guard<std::mutex> lock(parked_mutex_);
+    std::vector<ParkedChange> out;
+    out.reserve(parked_.size());
+    for (const auto& [lsn, p] : parked_) out.push_back(p);
+    return out;
+  }
 
   std::optional<ParkedChange> OldestParked(Lsn at_or_below) const {
     std::lock_guard<std::mutex> lock(parked_mutex_);
@@ -418,8 +427,8 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
   void OnParked(const Change& change, const std::string& error) {
     {
       std::lock_guard<std::mutex> lock(parked_mutex_);
-      parked_[change.lsn] =
-          ParkedChange{"", change.lsn, change.container, change.partition_key, change.id, error};
+      parked_[change.lsn] = ParkedChange{kind_->OrderingKey(change), change.lsn, change.container,
+                                         change.partition_key,       change.id,  error};
     }
     Status s = store_->PutParked(consumer_name_, ParkedRecord{ToChangeRecord(change), error});
     if (!s.ok()) {
@@ -458,8 +467,8 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
                                                                 {}};
       {
         std::lock_guard<std::mutex> lock(parked_mutex_);
-        parked_[change.lsn] = ParkedChange{
-            "", change.lsn, change.container, change.partition_key, change.id, p.error};
+        parked_[change.lsn] = ParkedChange{kind_->OrderingKey(change), change.lsn, change.container,
+                                           change.partition_key,       change.id,  p.error};
       }
       applier_->Restore(std::move(change), p.error);
     }
@@ -668,7 +677,9 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
 
   std::atomic<uint64_t> rebuilds_{0};
 
-  // The parked changes by LSN, as kept in the store (ParkedChange::key unset).
+  // The parked changes by LSN, as kept in the store: a replayed change stays
+  // here until it is applied (Unpark), so the list, the count, the state and
+  // X-Feedd-Parked all say the same thing.
   mutable std::mutex parked_mutex_;
   std::map<Lsn, ParkedChange> parked_;
 

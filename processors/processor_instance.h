@@ -143,9 +143,10 @@ class ProcessorInstance {
   uint64_t OnApplied(Lsn lsn, std::function<void()> fn);
   void CancelApplied(uint64_t token);
 
+  // The parked changes in LSN order. A replayed change is listed until it
+  // is applied (or parked again).
   std::vector<ParkedChange> Parked() const;
-  // The parked change with the smallest LSN, when that LSN is <= at_or_below
-  // (its `key` is empty).
+  // The parked change with the smallest LSN, when that LSN is <= at_or_below.
   std::optional<ParkedChange> OldestParked(Lsn at_or_below) const;
   // Stops (or resumes) taking changes from the source: no change committed
   // after Pause() returns is taken until Resume(); those taken before are

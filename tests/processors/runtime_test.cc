@@ -1108,6 +1108,36 @@ TEST_F(RuntimeTest, ACancelledRebuildCommitsNothingMoreAndKeepsItsParkedChanges)
   ExpectMirrorMatchesSources();
 }
 
+// While a replayed change is being applied it is still parked: the list,
+// the count and the state agree with X-Feedd-Parked (OldestParked), which
+// must name it until its view write is committed.
+TEST_F(RuntimeTest, AReplayedChangeStaysParkedUntilItIsApplied) {
+  Log().SetFailing({"a2"});
+  ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/1, /*max_attempts=*/1);
+  ASSERT_NE(mirror, nullptr);
+  Lsn a2 = Upsert("posts", Note("A", "a2", "x"));
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().size() == 1; }));
+
+  Log().SetFailing({});
+  Log().Block("a2");
+  EXPECT_EQ(mirror->ReplayParked(), 1u);
+  ASSERT_TRUE(Eventually([&] { return Log().Entered("a2"); }));
+  ASSERT_TRUE(mirror->OldestParked(a2));
+  std::vector<ParkedChange> parked = mirror->Parked();
+  ASSERT_EQ(parked.size(), 1u) << "a replayed change left the list before it was applied";
+  EXPECT_EQ(parked[0].lsn, a2);
+  EXPECT_EQ(parked[0].key, "A");
+  ProcessorStatus status = mirror->GetStatus();
+  EXPECT_EQ(status.parked, 1u);
+  EXPECT_EQ(status.state, ProcessorState::kDegraded);
+
+  Log().Release("a2");
+  ASSERT_TRUE(Eventually([&] { return mirror->Parked().empty(); }));
+  EXPECT_FALSE(mirror->OldestParked(a2));
+  EXPECT_TRUE(Get("mirror", "A", "a2"));
+  EXPECT_EQ(mirror->GetStatus().state, ProcessorState::kRunning);
+}
+
 // A change of a parked key that is already queued when ReplayParked() runs
 // must still be applied after the replayed (older) changes of its key.
 TEST_F(RuntimeTest, AReplayKeepsLsnOrderWithChangesQueuedBehindIt) {
