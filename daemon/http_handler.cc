@@ -67,4 +67,12 @@ void Responder::Send(HttpResponse response) {
   sink->Deliver(std::move(response));
 }
 
+void Responder::Post(std::function<void()> work) {
+  if (sink_ == nullptr) {
+    FEEDD_LOG(kError, "http") << "bug: work posted for a request answered already";
+    return;
+  }
+  sink_->Post(std::move(work));
+}
+
 }  // namespace feedd

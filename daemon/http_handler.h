@@ -73,13 +73,17 @@ struct HttpResponse {
   std::string body;  // must be empty for 204
 };
 
-// Implemented by the server's connection; both may be called from any thread.
+// Implemented by the server's connection; all may be called from any thread.
 class ResponseSink {
  public:
   virtual ~ResponseSink() = default;
   virtual void Deliver(HttpResponse response) = 0;
   // The Responder was destroyed unused.
   virtual void Abandon() = 0;
+  // Runs `work` on the thread that will write the response (the
+  // connection's); dropped when the server has stopped. A decorating sink
+  // passes it on.
+  virtual void Post(std::function<void()> work) = 0;
 };
 
 class Responder {
@@ -93,6 +97,11 @@ class Responder {
 
   // Answers the request. REQUIRES: not sent yet.
   void Send(HttpResponse response);
+  // Runs `work` on the I/O thread of the request's connection, from any
+  // thread: e.g. to build a response off the storage commit thread without
+  // a second hop to the connection. `work` answers through this Responder
+  // (keep it alive in a shared_ptr). REQUIRES: not sent yet.
+  void Post(std::function<void()> work);
   // Hands over the right to answer (to a decorating sink); this Responder is
   // then empty and its destruction abandons nothing.
   std::shared_ptr<ResponseSink> Release() { return std::move(sink_); }

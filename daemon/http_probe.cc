@@ -39,6 +39,8 @@ class MeteredSink : public ResponseSink {
     inner_->Abandon();
   }
 
+  void Post(std::function<void()> work) override { inner_->Post(std::move(work)); }
+
  private:
   void Record(int status, size_t response_bytes) {
     double seconds =

@@ -16,6 +16,8 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -207,6 +209,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
     if (state_->stopped) return;
     FEEDD_LOG(kError, "http") << "bug: a request was dropped without an answer";
     Deliver(ServerError(500, "internal", "the request was dropped without an answer"));
+  }
+
+  void Post(std::function<void()> work) override {
+    if (state_->stopped) return;
+    asio::post(stream_.get_executor(), std::move(work));
   }
 
   // The server is stopping: close the connection now if it is idle.
@@ -577,13 +584,13 @@ class HttpServer::Impl {
   explicit Impl(HttpServerOptions options)
       : options_(std::move(options)),
         state_(std::make_shared<ServerState>()),
-        ioc_(static_cast<int>(options_.threads)),
-        acceptor_(asio::make_strand(ioc_)),
+        contexts_(MakeContexts(options_.threads)),
+        acceptor_(asio::make_strand(*contexts_.front())),
         retry_timer_(acceptor_.get_executor()) {}
 
   ~Impl() { Stop(); }
 
-  asio::io_context& io_context() { return ioc_; }
+  asio::io_context& io_context() { return *contexts_.front(); }
 
   Status Listen() {
     if (acceptor_.is_open()) return Status::Ok();
@@ -594,7 +601,7 @@ class HttpServer::Impl {
     if (!ec) {
       endpoint = tcp::endpoint(address, options_.listen.port);
     } else {
-      tcp::resolver resolver(ioc_);
+      tcp::resolver resolver(*contexts_.front());
       auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port),
                                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
       if (ec || results.empty()) {
@@ -632,9 +639,9 @@ class HttpServer::Impl {
       state_->tls = std::move(*tls);
     }
 
-    work_.emplace(ioc_.get_executor());
+    for (auto& context : contexts_) work_.emplace_back(context->get_executor());
     Accept();
-    for (uint32_t i = 0; i < options_.threads; ++i) {
+    for (size_t i = 0; i < contexts_.size(); ++i) {
       threads_.emplace_back([this, i] { RunThread(i); });
     }
     started_ = true;
@@ -688,18 +695,27 @@ class HttpServer::Impl {
       }
     }
     state_->stopped = true;
-    work_.reset();
-    ioc_.stop();
+    work_.clear();
+    for (auto& context : contexts_) context->stop();
     for (std::thread& thread : threads_) thread.join();
     threads_.clear();
   }
 
  private:
-  void RunThread(uint32_t index) {
+  // One io_context per I/O thread (at least one).
+  static std::vector<std::unique_ptr<asio::io_context>> MakeContexts(uint32_t threads) {
+    std::vector<std::unique_ptr<asio::io_context>> contexts;
+    for (uint32_t i = 0; i < std::max<uint32_t>(threads, 1); ++i) {
+      contexts.push_back(std::make_unique<asio::io_context>(1));
+    }
+    return contexts;
+  }
+
+  void RunThread(size_t index) {
     SetThreadName(options_.thread_name + "-" + std::to_string(index));
     while (true) {
       try {
-        ioc_.run();
+        contexts_[index]->run();
         return;
       } catch (const std::exception& e) {
         FEEDD_LOG(kError, "http") << "unexpected exception in an I/O thread: " << e.what();
@@ -707,9 +723,13 @@ class HttpServer::Impl {
     }
   }
 
+  // The next connection goes to the next I/O thread's io_context, round
+  // robin, and stays there.
   void Accept() {
+    asio::io_context& context = *contexts_[next_context_];
+    next_context_ = (next_context_ + 1) % contexts_.size();
     acceptor_.async_accept(
-        asio::make_strand(ioc_),
+        asio::make_strand(context),
         [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
   }
 
@@ -748,9 +768,12 @@ class HttpServer::Impl {
 
   HttpServerOptions options_;
   std::shared_ptr<ServerState> state_;
-  asio::io_context ioc_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  tcp::acceptor acceptor_;  // used on its strand once started
+  // One per I/O thread: a connection lives on one thread (the envoy worker
+  // model), so a request's read, handling and write never hop threads.
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  tcp::acceptor acceptor_;   // used on its strand once started
+  size_t next_context_ = 0;  // on the acceptor's strand
   asio::steady_timer retry_timer_;
   tcp::endpoint bound_;
   std::vector<std::thread> threads_;

@@ -4,7 +4,9 @@
 // Operation
 //   Listen() binds HOST:PORT (port 0 picks a free port; bound_address() tells
 //   which); connections wait in the backlog until Start(), which binds first
-//   if Listen() was not called, and starts `threads` I/O threads running one io_context. Every
+//   if Listen() was not called, and starts `threads` I/O threads, each running an io_context of
+//   its own. Connections are dealt to the threads round robin and stay on theirs, so a
+//   request's read, handling and write never hop threads. Every
 //   connection is a session on its own strand: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
@@ -122,7 +124,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // The io_context the I/O threads run; handlers may use it for timers and
+  // The first I/O thread's io_context; handlers may use it for timers and
   // posted work. Valid for the lifetime of the HttpServer.
   boost::asio::io_context& io_context();
 

@@ -230,9 +230,10 @@ WriteRequest SingleOpRequest(const ContainerSpec& spec, std::string pk, WriteOp 
 
 void ApiRouter::SubmitWrite(WriteRequest request, Responder responder, WriteAnswer answer) {
   auto pending = std::make_shared<Responder>(std::move(responder));
-  store_->Submit(std::move(request), [this, pending, answer](WriteResult result) {
-    // On the commit thread: build and send the response elsewhere.
-    PostToIo(
+  store_->Submit(std::move(request), [pending, answer](WriteResult result) {
+    // On the commit thread: build and send the response on the connection's
+    // thread.
+    pending->Post(
         [pending, answer, result = std::move(result)]() mutable { pending->Send(answer(result)); });
   });
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@ class CapturingSink : public ResponseSink {
  public:
   void Deliver(HttpResponse response) override { response_ = std::move(response); }
   void Abandon() override { abandoned_ = true; }
+  void Post(std::function<void()> work) override { work(); }
   std::optional<HttpResponse> response_;
   bool abandoned_ = false;
 };

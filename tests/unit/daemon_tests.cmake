@@ -45,6 +45,12 @@ gtest_discover_tests(http_client_stream_test
   PROPERTIES LABELS unit
   DISCOVERY_TIMEOUT 60)
 
+add_executable(http_server_threads_test ${CMAKE_CURRENT_LIST_DIR}/http_server_threads_test.cc)
+target_link_libraries(http_server_threads_test PRIVATE feedd_daemon GTest::gtest_main)
+gtest_discover_tests(http_server_threads_test
+  PROPERTIES LABELS unit
+  DISCOVERY_TIMEOUT 60)
+
 add_executable(import_job_test ${CMAKE_CURRENT_LIST_DIR}/import_job_test.cc)
 target_link_libraries(import_job_test PRIVATE feedd_daemon GTest::gtest_main)
 gtest_discover_tests(import_job_test

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "daemon/import_spool.h"
@@ -24,6 +25,7 @@ class CapturingSink : public ResponseSink {
  public:
   void Deliver(HttpResponse response) override { responses.push_back(std::move(response)); }
   void Abandon() override { ++abandoned; }
+  void Post(std::function<void()> work) override { work(); }
   std::vector<HttpResponse> responses;
   int abandoned = 0;
 };

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -178,6 +179,7 @@ class CapturingSink : public ResponseSink {
  public:
   void Deliver(HttpResponse response) override { status_ = response.status; }
   void Abandon() override { status_ = 0; }
+  void Post(std::function<void()> work) override { work(); }
   int status_ = -1;
 };
 
