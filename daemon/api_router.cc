@@ -2,7 +2,6 @@
 
 #include <array>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
@@ -302,8 +301,6 @@ void ApiRouter::Handle(HttpRequest request, Responder responder) {
       break;
   }
 }
-
-void ApiRouter::PostToIo(std::function<void()> work) { boost::asio::post(io_, std::move(work)); }
 
 std::unique_ptr<BodyStream> ApiRouter::StreamBody(const HttpRequest& head) {
   const RouteMatch& route = RouteOf(head);

@@ -162,9 +162,11 @@ class ApiRouter : public HttpHandler {
   // every processor writing into `container` has applied `min_lsn` (at
   // once, on the caller's thread, when none writes there), with
   // lsn_wait_timeout after `wait`, or with unavailable when the server
-  // stops (on an I/O thread; at once when it is already stopping).
+  // stops; but for the first case, on the thread of `responder`'s
+  // connection (Responder::Post), which `continuation` answers through.
   // A parked change counts as applied (docs/processors.md, "Failure isolation").
   void WaitForDerivedViews(std::string_view container, Lsn min_lsn, std::chrono::milliseconds wait,
+                           const std::shared_ptr<Responder>& responder,
                            std::function<void(Status)> continuation);
   // The X-Feedd-Parked value of a read of `container` with X-Feedd-Min-Lsn
   // `min_lsn`: per processor writing into it, its oldest parked change when
@@ -207,9 +209,6 @@ class ApiRouter : public HttpHandler {
   // False when the router is stopping (the poll must answer now).
   bool RegisterPoll(ChangeFeedPoll* poll, std::weak_ptr<ChangeFeedPoll> weak);
   void UnregisterPoll(ChangeFeedPoll* poll);
-
-  // api_router.cc
-  void PostToIo(std::function<void()> work);
 
   DocumentStore* const store_;
   const Options options_;

@@ -53,6 +53,7 @@ Status ShuttingDown() { return Status(ErrorCode::kUnavailable, "the daemon is sh
 
 void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
                                     std::chrono::milliseconds wait,
+                                    const std::shared_ptr<Responder>& responder,
                                     std::function<void(Status)> continuation) {
   std::vector<ProcessorInstance*> writers;
   if (options_.processors != nullptr)
@@ -67,8 +68,8 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
   state->remaining = behind.size();
   state->continuation = std::move(continuation);
   state->timer = std::make_unique<boost::asio::steady_timer>(io_, wait);
-  // Runs `status` through the continuation once, on an I/O thread.
-  auto finish = [this, state](Status status) {
+  // Runs `status` through the continuation once, on the connection's thread.
+  auto finish = [this, state, responder](Status status) {
     std::function<void(Status)> fn;
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -82,7 +83,7 @@ void ApiRouter::WaitForDerivedViews(std::string_view container, Lsn min_lsn,
       std::lock_guard<std::mutex> lock(waits_mu_);
       waits_.erase(state->id);
     }
-    PostToIo([fn = std::move(fn), status = std::move(status)] { fn(status); });
+    responder->Post([fn = std::move(fn), status = std::move(status)] { fn(status); });
   };
   {
     // After OnServerStopping() took the waits, stopping_ is seen here.

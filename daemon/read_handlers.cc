@@ -95,8 +95,9 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
   Result<ReadAfter> after = ParseReadAfter(request);
   if (!after.ok()) return responder.Send(ErrorResponse(after.status()));
 
+  auto pending = std::make_shared<Responder>(std::move(responder));
   auto read = [this, container = spec.name, pk, id, min_lsn = after->min_lsn,
-               pending = std::make_shared<Responder>(std::move(responder))](const Status& waited) {
+               pending](const Status& waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     std::string item;
     Lsn item_lsn = 0;
@@ -107,7 +108,9 @@ void ApiRouter::GetItem(const ContainerSpec& spec, const std::string& pk, const 
     AddParkedHeader(container, min_lsn, &response);
     pending->Send(std::move(response));
   };
-  if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, read);
+  if (after->min_lsn) {
+    return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, pending, read);
+  }
   read(Status::Ok());
 }
 
@@ -140,8 +143,9 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
   // 0.63x the req/s at one connection, bench/query_bench.sh). A query across
   // partitions, which may read a whole container up to its budget, runs on a
   // query thread, so that it never holds an I/O thread.
+  auto pending = std::make_shared<Responder>(std::move(responder));
   auto run = [this, container = spec.name, query = std::move(*query), min_lsn = after->min_lsn,
-              pending = std::make_shared<Responder>(std::move(responder))](const Status& waited) {
+              pending](const Status& waited) {
     if (!waited.ok()) return pending->Send(ErrorResponse(waited));
     if (query.partition_key) return AnswerQuery(container, query, min_lsn, *pending);
     bool queued = queries_.Submit([this, container, query, min_lsn, pending](bool cancelled) {
@@ -158,7 +162,9 @@ void ApiRouter::QueryItems(const ContainerSpec& spec, const HttpRequest& request
                            "query.max_queued (" + std::to_string(options_.query_max_queued) +
                                ") queries are already waiting; retry later")));
   };
-  if (after->min_lsn) return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, run);
+  if (after->min_lsn) {
+    return WaitForDerivedViews(spec.name, *after->min_lsn, after->wait, pending, run);
+  }
   run(Status::Ok());
 }
 

@@ -27,8 +27,9 @@ X-Feedd-Min-Lsn, i.e. until the `usernames` view has committed the whole
 fan-out; then feedd waits until its other views have applied the fan-out
 too, the rename's "drain", and until Kafka has it and RocksDB's compactions
 are done; PostgreSQL likewise until the slot's consumer has decoded the
-fan-out, then VACUUM (ANALYZE) and a CHECKPOINT), every request alone on one connection (--latency-seconds each:
-pgbench -M prepared, resp. wrk), then the read mix
+fan-out, then VACUUM (ANALYZE) and a CHECKPOINT), every request alone on
+one connection (--latency-seconds each: pgbench -M prepared, resp. wrk),
+then the read mix
 (Q1-Q6 in equal parts) and the write mix (C1/C2/C3/C4 = 5/15/40/40) closed
 loop on each --conns, for --seconds each. For each run: throughput, latency
 p50/p99, the server's CPU per request (PostgreSQL: the postmaster and every
@@ -229,6 +230,12 @@ class Postgres:
         out = self.psql("-At", "-c", "SELECT sent_lsn >= '%s'::pg_lsn FROM pg_stat_replication "
                         "WHERE application_name = 'pg_recvlogical'" % lsn)
         return out.strip() == "t"
+
+    def catch_up_s(self, timeout):
+        """Seconds until the running consumer has been sent the WAL written
+        so far (inf past `timeout`)."""
+        end = self.wal_end()
+        return until(lambda: self.slot_reached(end), timeout=timeout)
 
     def stop_consumer(self):
         if self.consumer:
@@ -465,10 +472,9 @@ def settle_postgres(pg):
     rows vacuumed and its pages checkpointed (as the compactions feedd's
     writes set off are done), so that none of it runs under the figures
     that follow."""
-    end = pg.wal_end()
     pg.start_consumer()
-    if until(lambda: pg.slot_reached(end), timeout=3600) == float("inf"):
-        raise RuntimeError("the slot did not reach %s within an hour" % end)
+    if pg.catch_up_s(timeout=3600) == float("inf"):
+        raise RuntimeError("the slot did not catch up within an hour")
     pg.stop_consumer()
     pg.psql("-c", "VACUUM (ANALYZE)")
     pg.psql("-c", "CHECKPOINT")
@@ -502,8 +508,7 @@ def one_round(pg, fd, args, meta, first):
         for conns in args.conns if "write" in args.only else ():
             pg.start_consumer()
             r = pgbench(pg, WRITE_MIX, conns, args.seconds, meta["users"], meta["posts"], pg.work)
-            end = pg.wal_end()
-            r["drain_s"] = until(lambda: pg.slot_reached(end), timeout=60)
+            r["drain_s"] = pg.catch_up_s(timeout=60)
             pg.stop_consumer()
             add("postgres", "write c%d" % conns, r)
         add("postgres", "memory", {"pss_mib": pss_mib(pg.postmaster)})
