@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -141,6 +142,15 @@ const OptionSpec kOptions[] = {
     {"storage.wal_compression", "false",
      "compress the WAL's records with zstd (experimental in RocksDB 7.8)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.wal_compression); }},
+    {"storage.idle_sync_delay_ms", "1",
+     "writes synced by no fsync of their own (processors' view writes) wait this long on an idle "
+     "store for a client's write to carry them in its fsync (0..1000)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t ms = 0;
+       Status s = ParseUint(v, 0, 1000, &ms);
+       if (s.ok()) c.store.idle_sync_delay = std::chrono::milliseconds(ms);
+       return s;
+     }},
     {"storage.block_cache_mb", "256", "RocksDB block cache, in MiB (1..65536)",
      [](std::string_view v, DaemonConfig& c) {
        uint64_t mb = 0;

@@ -856,6 +856,13 @@ void CommitPipeline::Run() {
       std::unique_lock<std::mutex> lock(mutex_);
       while (queue_.empty()) {
         if (has_unsynced_ && failure_.ok()) {
+          // Give a group that syncs anyway the chance to cover them
+          // (StoreOptions::idle_sync_delay).
+          const auto due = unsynced_since_ + options_.idle_sync_delay;
+          if (!stopping_ && std::chrono::steady_clock::now() < due) {
+            wake_.wait_until(lock, due);
+            continue;
+          }
           lock.unlock();
           (void)SyncUnsynced();  // on failure, failure_ is set
           lock.lock();
@@ -1099,6 +1106,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       changes_committed_ += last - first + 1;
       feed_bytes_appended_ += builder.feed_bytes();
       written_head_ = last;
+      if (!has_unsynced_) unsynced_since_ = std::chrono::steady_clock::now();
       unsynced_.push_back(builder.records());
       has_unsynced_ = true;
     }

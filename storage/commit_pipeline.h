@@ -9,8 +9,9 @@
 //   one RocksDB WriteBatch, synced when StoreOptions::sync is set, unless
 //   the group holds processors' view writes alone: those are derived from
 //   durable changes, and wait for the next sync (a later synced group's, or
-//   the commit thread's as it falls idle) to be published, like an unsynced
-//   import batch; a crash before it takes their consumer watermarks too. A request
+//   the commit thread's once it is idle, StoreOptions::idle_sync_delay after
+//   the first of them) to be published, like an unsynced import batch; a
+//   crash before it takes their consumer watermarks too. A request
 //   that fails is rolled back to a WriteBatch save point and takes no LSN.
 //   Only after the write returns are the group's change records handed to
 //   the commit listeners, does the head LSN advance, head watchers fire and
@@ -45,6 +46,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -192,6 +194,8 @@ class CommitPipeline {
   Lsn written_head_ = 0;
   std::vector<CommittedChanges> unsynced_;
   bool has_unsynced_ = false;
+  // Commit thread only: when the oldest of unsynced_ was written.
+  std::chrono::steady_clock::time_point unsynced_since_;
   uint64_t last_ts_ms_ = 0;  // commit thread only
   // Commit thread only: column family handles by id (SortedByKey).
   std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;

@@ -3,6 +3,7 @@
 // (daemon/options.cc declares the matching options).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,17 @@ struct StoreOptions {
   // writes under the scenario's writes (docs/benchmarks.md). A database
   // reads its WALs either way.
   bool wal_compression = false;
+
+  // Groups written without an fsync of their own (processors' view writes
+  // alone, an import's unsynced batches) become durable with the next group
+  // that syncs, or, should none come, with the commit thread's own sync once
+  // this long has passed since the first of them was written and the thread
+  // is idle. A client's write that arrives meanwhile carries them in its
+  // fsync instead of waiting behind one more: at one connection, a post
+  // and its views' writes cost two fsyncs without the delay. Their change
+  // records reach the head, the listeners and Kafka up to this much later on
+  // an idle store. 0: synced as soon as the commit thread falls idle.
+  std::chrono::microseconds idle_sync_delay{1000};
 
   // Group commit bounds: one RocksDB WriteBatch (one fsync) takes at most
   // this many requests / bytes from the queue.

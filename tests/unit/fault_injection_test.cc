@@ -56,7 +56,7 @@ class Acknowledgements {
         for (int i = 0; i < per_thread && !stop->load(); ++i) {
           std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
           std::promise<void> done;
-          store_->Submit(make_(id), [&](WriteResult r) {
+          store_->Submit(make_(id), [&](const WriteResult& r) {
             // On the commit thread, as the write is acknowledged.
             if (r.status.ok()) {
               std::lock_guard<std::mutex> lock(mutex_);
@@ -151,6 +151,25 @@ class FaultInjectionTest : public ::testing::Test {
   Status Read(const std::string& id) {
     std::string json;
     return store_->Read("users", id, id, &json);
+  }
+
+  // A processor's view write: the post `post` in u1's partition of users,
+  // with the consumer processor.v's watermark at `acked`.
+  ViewWrite ViewOf(const std::string& post, Lsn acked) {
+    Result<PreparedItem> item =
+        PrepareItem(*store_->FindContainer("users"),
+                    Obj(R"({"id":")" + post + R"(","userId":"u1","type":"post"})"), std::nullopt,
+                    std::nullopt, 1 << 20);
+    EXPECT_TRUE(item.ok()) << item.status().ToString();
+    WriteOp op;
+    op.kind = WriteOpKind::kUpsert;
+    op.item = std::move(*item);
+    op.origin = WriteOrigin::kProcessor;
+    ViewWrite view;
+    view.requests.push_back(WriteRequest{"users", "u1", {std::move(op)}});
+    view.consumer = "processor.v";
+    view.consumer_acked = acked;
+    return view;
   }
 
   std::vector<ChangeRecord> Feed() { return testutil::WholeFeed(*store_); }
@@ -350,22 +369,6 @@ TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesIts
   ASSERT_NO_FATAL_FAILURE(Open(Options(/*sync=*/true)));
   ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.v", 0)));
   ASSERT_TRUE(IsOk(Upsert("u1").status));  // LSN 1, synced
-  auto view_of = [&](const std::string& post, Lsn acked) {
-    Result<PreparedItem> item =
-        PrepareItem(*store_->FindContainer("users"),
-                    Obj(R"({"id":")" + post + R"(","userId":"u1","type":"post"})"), std::nullopt,
-                    std::nullopt, 1 << 20);
-    EXPECT_TRUE(item.ok()) << item.status().ToString();
-    WriteOp op;
-    op.kind = WriteOpKind::kUpsert;
-    op.item = std::move(*item);
-    op.origin = WriteOrigin::kProcessor;
-    ViewWrite view;
-    view.requests.push_back(WriteRequest{"users", "u1", {std::move(op)}});
-    view.consumer = "processor.v";
-    view.consumer_acked = acked;
-    return view;
-  };
   struct Answer {
     Status status;
     uint64_t unsynced_bytes = 0;
@@ -375,7 +378,7 @@ TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesIts
   // power there, before any sync.
   auto submit = [&](ViewWrite view, bool cut) {
     std::promise<Answer> answered;
-    store_->SubmitView(std::move(view), [&](WriteResult r) {
+    store_->SubmitView(std::move(view), [&](const WriteResult& r) {
       Answer a{r.status, fs_->UnsyncedWalBytes(), store_->HeadLsn()};
       if (cut) fs_->PowerCut();
       answered.set_value(a);
@@ -383,7 +386,7 @@ TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesIts
     return answered.get_future().get();
   };
 
-  Answer first = submit(view_of("p1", 1), /*cut=*/false);  // LSN 2
+  Answer first = submit(ViewOf("p1", 1), /*cut=*/false);  // LSN 2
   ASSERT_TRUE(IsOk(first.status));
   EXPECT_GT(first.unsynced_bytes, 0u) << "answered only after a sync";
   EXPECT_EQ(first.head, 1u) << "published before a sync";
@@ -391,7 +394,7 @@ TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesIts
   store_->OnHeadReached(2, [&] { published.set_value(); });
   ASSERT_EQ(published.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
 
-  Answer second = submit(view_of("p2", 5), /*cut=*/true);  // LSN 3, never synced
+  Answer second = submit(ViewOf("p2", 5), /*cut=*/true);  // LSN 3, never synced
   ASSERT_TRUE(IsOk(second.status));
   EXPECT_GT(second.unsynced_bytes, 0u);
   Close();
@@ -407,6 +410,59 @@ TEST_F(FaultInjectionTest, AViewWriteIsAnsweredBeforeItsSyncAndAPowerCutTakesIts
     if (consumer.name == "processor.v") acked = consumer.acked;
   }
   EXPECT_EQ(acked, 1u) << "the watermark of the lost view write survived it";
+}
+
+// An idle store syncs a view write only StoreOptions::idle_sync_delay after
+// it was written, so that a client's write arriving meanwhile carries it in
+// its own fsync: at one connection, a write and its views' writes then cost
+// one fsync, not two (docs/benchmarks.md).
+TEST_F(FaultInjectionTest, AnIdleStoreSyncsAViewWriteOnlyAfterTheIdleSyncDelay) {
+  StoreOptions options = Options(/*sync=*/true);
+  options.idle_sync_delay = std::chrono::milliseconds(200);
+  ASSERT_NO_FATAL_FAILURE(Open(options));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.v", 0)));
+  ASSERT_TRUE(IsOk(Upsert("u1").status));  // LSN 1, synced
+  std::promise<std::chrono::steady_clock::time_point> answered;
+  store_->SubmitView(ViewOf("p1", 1), [&](const WriteResult& r) {  // LSN 2
+    EXPECT_TRUE(IsOk(r.status));
+    answered.set_value(std::chrono::steady_clock::now());
+  });
+  const auto answered_at = answered.get_future().get();
+  std::promise<std::chrono::steady_clock::time_point> published;
+  store_->OnHeadReached(2, [&] { published.set_value(std::chrono::steady_clock::now()); });
+  auto published_at = published.get_future();
+  ASSERT_EQ(published_at.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  // The delay runs from the view write's commit, a moment before its answer.
+  EXPECT_GE(published_at.get() - answered_at, std::chrono::milliseconds(100))
+      << "synced as soon as the commit thread fell idle";
+}
+
+TEST_F(FaultInjectionTest, AClientWriteWithinTheIdleSyncDelayCarriesTheViewWriteInItsFsync) {
+  StoreOptions options = Options(/*sync=*/true);
+  options.idle_sync_delay = std::chrono::hours(1);
+  std::atomic<int> wal_syncs{0};
+  options.on_wal_sync = [&](double) { ++wal_syncs; };
+  ASSERT_NO_FATAL_FAILURE(Open(options));
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.v", 0)));
+  ASSERT_TRUE(IsOk(Upsert("u1").status));  // LSN 1, synced
+  const int syncs_before = wal_syncs.load();
+  std::promise<Status> answered;
+  store_->SubmitView(ViewOf("p1", 1), [&](const WriteResult& r) { answered.set_value(r.status); });
+  ASSERT_TRUE(IsOk(answered.get_future().get()));  // LSN 2
+  EXPECT_EQ(store_->HeadLsn(), 1u);
+  WriteResult client = Upsert("u2");  // LSN 3
+  ASSERT_TRUE(IsOk(client.status));
+  EXPECT_EQ(store_->HeadLsn(), 3u);
+  EXPECT_EQ(wal_syncs.load() - syncs_before, 1) << "the view write was synced on its own";
+
+  // A view write still waiting at shutdown is synced before the store closes.
+  std::promise<Status> last;
+  store_->SubmitView(ViewOf("p2", 3), [&](const WriteResult& r) { last.set_value(r.status); });
+  ASSERT_TRUE(IsOk(last.get_future().get()));  // LSN 4
+  Close();
+  fs_->DropUnsyncedData();
+  ASSERT_NO_FATAL_FAILURE(Open(Options()));
+  EXPECT_EQ(store_->HeadLsn(), 4u);
 }
 
 // The power cut above bites: without storage.sync, acknowledged writes that
