@@ -16,12 +16,15 @@
 # p99, the mean WAL sync (feedd_storage_wal_sync_duration_seconds), the mean
 # requests per group commit (feedd_storage_commit_group_requests) and how
 # busy the box's cores were (/proc/stat: 1.0 is every core busy).
+# It also prints the WAL syncs per request (a write with views costs one at
+# one connection: storage.idle_sync_delay_ms) and the run's p50.
 # With COUNT=switches it counts voluntary context switches per write instead
-# (the keys then say so). Run two binaries in turns on the same DATA_DIR to
+# (the keys then say so). MIX (default write) is driver.py's mix: c1..c4 for
+# one kind of write alone. Run two binaries in turns on the same DATA_DIR to
 # compare them.
 set -euo pipefail
-[[ $# -ge 4 ]] || { sed -n 2,14p "$0" >&2; exit 2; }
-COUNT=${COUNT:-cpu}
+[[ $# -ge 4 ]] || { sed -n 2,24p "$0" >&2; exit 2; }
+COUNT=${COUNT:-cpu} MIX=${MIX:-write}
 [[ $COUNT == cpu || $COUNT == switches ]] || { echo "COUNT is cpu or switches" >&2; exit 2; }
 BIN=$1 SNAP=$2 SECS=$3 CONNS=$4 KEYS=${5:-keys.txt} SF=${6:-0.01}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -45,7 +48,7 @@ sectors() { if [[ -r $DISK_STAT ]]; then awk '{printf "%.0f\n", $7 * 512}' "$DIS
 sectors > "$W/io0"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
 curl -s "http://$MET/metrics" > "$W/m0"
-/usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
+/usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix "$MIX" --keys "$KEYS" --sf "$SF" --threads $((CONNS < 2 ? 1 : 2)) --conns "$CONNS" --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 head -1 /proc/stat > "$W/stat1"
 sectors > "$W/io1"
@@ -84,7 +87,8 @@ def jiffies(f):  # busy, total: cpu user nice system idle iowait irq softirq ste
     v = [int(x) for x in open(f).read().split()[1:9]]
     return sum(v) - v[3] - v[4], sum(v)
 (b0, a0), (b1, a1) = jiffies(w + "/stat0"), jiffies(w + "/stat1")
-print(json.dumps({"req_per_s": round(r["req_per_s"]), "p99_ms": r["p99_ms"],
+print(json.dumps({"req_per_s": round(r["req_per_s"]), "p50_ms": r.get("p50_ms"), "p99_ms": r["p99_ms"],
+                  "wal_syncs_per_request": round(syncs / writes, 3),
                   "wal_sync_mean_us": round(sync_s / syncs * 1e6) if syncs else None,
                   "requests_per_group": round(requests / group_commits, 2) if group_commits else None,
                   "box_busy": round((b1 - b0) / (a1 - a0), 3) if a1 > a0 else None,
