@@ -155,8 +155,9 @@ class SessionBase : public ResponseSink {
 
 // One connection over `Stream`: beast::tcp_stream (HTTP) or
 // beast::ssl_stream<beast::tcp_stream> (HTTPS, which starts with the TLS
-// handshake). Every member is used on the connection's strand only, except
-// Deliver(), Abandon() and OnServerStopping(), which post to it.
+// handshake). Every member is used on the connection's I/O thread only (the
+// one thread that runs its io_context), except Deliver(), Abandon(), Post()
+// and OnServerStopping(), which post to it.
 template <typename Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>>, public SessionBase {
  public:
@@ -729,7 +730,7 @@ class HttpServer::Impl {
     asio::io_context& context = *contexts_[next_context_];
     next_context_ = (next_context_ + 1) % contexts_.size();
     acceptor_.async_accept(
-        asio::make_strand(context),
+        context.get_executor(),  // one thread runs it: no strand needed
         [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
   }
 

@@ -7,7 +7,7 @@
 //   if Listen() was not called, and starts `threads` I/O threads, each running an io_context of
 //   its own. Connections are dealt to the threads round robin and stay on theirs, so a
 //   request's read, handling and write never hop threads. Every
-//   connection is a session on its own strand: it reads a request (body at
+//   connection is a session on its thread's io_context: it reads a request (body at
 //   most max_request_bytes, else 413 `payload_too_large` and the connection
 //   is closed), hands it to the HttpHandler with a Responder, and writes the
 //   response when the Responder is completed, from whatever thread. The
