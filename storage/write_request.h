@@ -110,8 +110,9 @@ struct ImportBatch {
   std::vector<WriteRequest> requests;
   // false: the batch is written without an fsync; its change records reach
   // the feed's head, the commit listeners and Kafka only once a later write
-  // has synced the WAL (the next synced write, or the commit thread when it
-  // falls idle), so no reader ever sees a change a crash could take back.
+  // has synced the WAL (the next synced write, or the commit thread once it
+  // has been idle StoreOptions::idle_sync_delay), so no reader ever sees a
+  // change a crash could take back.
   // Ignored when the store does not sync (StoreOptions::sync false).
   bool sync = true;
 };
