@@ -142,6 +142,12 @@ const OptionSpec kOptions[] = {
     {"storage.wal_compression", "false",
      "compress the WAL's records with zstd (experimental in RocksDB 7.8)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.wal_compression); }},
+    {"storage.wal_recycle_files", "8",
+     "old write-ahead logs (at most 64 MiB each) kept for new logs to be written over, so that a "
+     "commit's fsync does not also write the file's growth (0 = every log a new file, ..64)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseUintInto(v, 0, 64, &c.store.wal_recycle_files);
+     }},
     {"storage.idle_sync_delay_ms", "1",
      "writes synced by no fsync of their own (processors' view writes) wait this long on an idle "
      "store for a client's write to carry them in its fsync (0..1000)",

@@ -189,6 +189,9 @@ class RocksDocumentStore final : public DocumentStore {
     stats.requests_failed = pipeline_.requests_failed();
     stats.requests_refused_no_space = space_.refused();
     stats.churn_flushes = pipeline_.churn_flushes();
+    stats.wal_logs_recycled = db_->recycled_wal()->logs_recycled();
+    stats.wal_logs_new = db_->recycled_wal()->logs_new();
+    stats.wal_files_kept = db_->recycled_wal()->files_kept();
     stats.query_cache_hits = cache_.hits();
     stats.query_cache_misses = cache_.misses();
     stats.query_cache_bytes = cache_.bytes();
@@ -241,8 +244,11 @@ class RocksDocumentStore final : public DocumentStore {
     if (Status health = pipeline_.health(); !health.ok()) {
       FEEDD_LOG(kWarning, "storage") << "closing without a final flush: " << health.message();
     } else {
+      // Every memtable: the write-ahead logs are then obsolete (kept for
+      // reuse, storage.wal_recycle_files), the next open replays nothing,
+      // and what is left for RocksDB's own tools to read is an empty log.
       rocksdb::FlushOptions fo;
-      if (auto s = db_->db()->Flush(fo, db_->db()->DefaultColumnFamily()); !s.ok()) {
+      if (auto s = db_->db()->Flush(fo, db_->families()); !s.ok()) {
         FEEDD_LOG(kWarning, "storage") << "flush on close: " << s.ToString();
       }
       if (auto s = db_->db()->FlushWAL(true); !s.ok()) {

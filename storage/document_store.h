@@ -66,6 +66,11 @@ struct StoreStats {
   uint64_t requests_refused_no_space = 0;
   uint64_t changes_committed = 0;
   uint64_t churn_flushes = 0;  // memtable flushes of containers full of dead entries
+  // New write-ahead logs written over a kept old one / started as new files,
+  // and old logs kept now (storage.wal_recycle_files).
+  uint64_t wal_logs_recycled = 0;
+  uint64_t wal_logs_new = 0;
+  uint64_t wal_files_kept = 0;
   uint64_t query_cache_hits = 0;
   uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
   uint64_t query_cache_bytes = 0;

@@ -13,6 +13,7 @@
 #include "storage/info_log_file_system.h"
 #include "storage/key_format.h"
 #include "storage/prepared_item.h"
+#include "storage/recycled_wal_file_system.h"
 #include "storage/retryable_file_system.h"
 #include "storage/wal_sync_timing_file_system.h"
 #include "util/json_parse.h"
@@ -36,8 +37,15 @@ Status FromRocks(const rocksdb::Status& s, ErrorCode code, std::string_view what
 RocksDatabase::~RocksDatabase() {
   if (db_) {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-    db_->Close();
+    const rocksdb::Status closed = db_->Close();
     db_.reset();  // before env_
+    // A cleanly closed directory reads with RocksDB's own tools too.
+    if (closed.ok() && recycled_wal_ != nullptr) {
+      if (rocksdb::IOStatus s = recycled_wal_->WritePlainLogs(); !s.ok()) {
+        FEEDD_LOG(kWarning, "storage")
+            << "write-ahead logs left framed (only feedd reads them): " << s.ToString();
+      }
+    }
   }
 }
 
@@ -56,6 +64,11 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   std::unique_ptr<RocksDatabase> database(new RocksDatabase());
   std::shared_ptr<rocksdb::FileSystem> base =
       options.file_system ? options.file_system : rocksdb::FileSystem::Default();
+  // Always there: logs framed by an earlier run read back whatever the option.
+  auto recycled =
+      std::make_shared<RecycledWalFileSystem>(base, options.data_dir, options.wal_recycle_files);
+  database->recycled_wal_ = recycled.get();
+  base = std::move(recycled);
   if (options.on_wal_sync) {
     base = std::make_shared<WalSyncTimingFileSystem>(base, options.on_wal_sync);
   }
@@ -68,7 +81,7 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.IncreaseParallelism(2);
-  db_options.max_total_wal_size = 512ull << 20;
+  db_options.max_total_wal_size = options.max_total_wal_bytes;
   if (options.wal_compression) db_options.wal_compression = rocksdb::kZSTD;
   db_options.keep_log_file_num = 5;
 

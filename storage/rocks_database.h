@@ -16,6 +16,7 @@
 
 #include "storage/container_spec.h"
 #include "storage/json_pointer.h"
+#include "storage/recycled_wal_file_system.h"
 #include "storage/store_options.h"
 #include "util/status.h"
 
@@ -43,10 +44,15 @@ class RocksDatabase {
   rocksdb::ColumnFamilyHandle* meta() const { return db_->DefaultColumnFamily(); }
   rocksdb::ColumnFamilyHandle* feed() const { return feed_; }
   const std::vector<ContainerHandle>& containers() const { return containers_; }
+  // Every open column family.
+  const std::vector<rocksdb::ColumnFamilyHandle*>& families() const { return handles_; }
   const ContainerHandle* Find(std::string_view name) const;
 
   // The file system RocksDB works on.
   rocksdb::FileSystem* file_system() const { return file_system_.get(); }
+  // The write-ahead logs' recycling (none when
+  // StoreOptions::wal_recycle_files is 0, but framed logs still read).
+  const RecycledWalFileSystem* recycled_wal() const { return recycled_wal_; }
 
   // The head LSN and feed truncation point recorded in the metadata.
   uint64_t stored_head_lsn() const { return stored_head_lsn_; }
@@ -65,7 +71,8 @@ class RocksDatabase {
   Status LoadFeedMetadata();
 
   std::shared_ptr<rocksdb::FileSystem> file_system_;
-  std::unique_ptr<rocksdb::Env> env_;  // over file_system_; outlives db_
+  RecycledWalFileSystem* recycled_wal_ = nullptr;  // inside file_system_
+  std::unique_ptr<rocksdb::Env> env_;              // over file_system_; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* feed_ = nullptr;

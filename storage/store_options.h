@@ -39,6 +39,11 @@ struct StoreOptions {
   // writes under the scenario's writes (docs/benchmarks.md). A database
   // reads its WALs either way.
   bool wal_compression = false;
+  // Old write-ahead logs kept in the data directory for new logs to be
+  // written over, so that a commit's fsync does not also write the file's
+  // growth (storage/recycled_wal_file_system.h); each at most 64 MiB.
+  // 0: every log is a new file.
+  size_t wal_recycle_files = 8;
 
   // Groups written without an fsync of their own (processors' view writes
   // alone, an import's unsynced batches) become durable with the next group
@@ -69,6 +74,11 @@ struct StoreOptions {
 
   size_t block_cache_bytes = 256u * 1024 * 1024;
   size_t write_buffer_bytes = 64u * 1024 * 1024;
+  // Once the write-ahead logs hold this much, RocksDB flushes the memtables
+  // that keep the oldest one: what a restart after a crash replays, and how
+  // often logs become free for reuse (wal_recycle_files), since a family
+  // written seldom (the metadata's) keeps every log until it is flushed.
+  uint64_t max_total_wal_bytes = 128ull * 1024 * 1024;
   // Answers of single-partition queries kept in memory (storage/query_cache.h);
   // 0 disables the cache.
   size_t query_cache_bytes = 64u * 1024 * 1024;

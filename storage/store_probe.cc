@@ -56,6 +56,14 @@ void CollectRocksDb(const DocumentStore& store, const StoreStats& stats, Familie
   f.Counter("feedd_rocksdb_churn_flushes_total",
             "Memtable flushes of containers whose recent writes were mostly deletes and overwrites",
             static_cast<double>(stats.churn_flushes));
+  const char* help_wal = "New write-ahead logs, by how they started (storage.wal_recycle_files)";
+  f.Counter("feedd_storage_wal_files_total", help_wal, static_cast<double>(stats.wal_logs_recycled),
+            {{"start", "recycled"}});
+  f.Counter("feedd_storage_wal_files_total", help_wal, static_cast<double>(stats.wal_logs_new),
+            {{"start", "new"}});
+  f.Gauge("feedd_storage_wal_files_kept",
+          "Old write-ahead logs kept in the data directory for new logs to be written over",
+          static_cast<double>(stats.wal_files_kept));
   for (const auto& u : store.Usage()) {
     f.Gauge("feedd_storage_items", "Items per container (RocksDB estimate)",
             static_cast<double>(u.estimated_items), {{"container", u.container}});

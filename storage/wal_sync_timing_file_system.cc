@@ -1,7 +1,8 @@
 #include "storage/wal_sync_timing_file_system.h"
 
 #include <chrono>
-#include <string_view>
+
+#include "storage/wal_file_name.h"
 
 namespace feedd {
 namespace {
@@ -31,17 +32,12 @@ class SyncTimedFile : public rocksdb::FSWritableFileOwnerWrapper {
   const std::shared_ptr<const WalSyncTimingFileSystem::SyncObserver> on_sync_;
 };
 
-bool IsWal(std::string_view path) {
-  constexpr std::string_view kSuffix = ".log";
-  return path.size() > kSuffix.size() && path.substr(path.size() - kSuffix.size()) == kSuffix;
-}
-
 }  // namespace
 
 rocksdb::IOStatus WalSyncTimingFileSystem::TimeIfWal(
     const std::string& f, rocksdb::IOStatus opened,
     std::unique_ptr<rocksdb::FSWritableFile>* r) const {
-  if (opened.ok() && IsWal(f)) *r = std::make_unique<SyncTimedFile>(std::move(*r), on_sync_);
+  if (opened.ok() && IsWalFile(f)) *r = std::make_unique<SyncTimedFile>(std::move(*r), on_sync_);
   return opened;
 }
 

@@ -14,6 +14,11 @@
 //   (what an OS crash keeps), and Restore() makes the file system work
 //   again for a reopen.
 //
+// - A file written over (ReuseWritableFile: a write-ahead log over an old
+//   one, storage/recycled_wal_file_system.h) keeps, after
+//   DropUnsyncedData(), what was synced of the new writes and the old bytes
+//   beyond them: what a crash leaves of an overwrite.
+//
 // Directory entries are not modelled: a file created and never synced
 // keeps its (empty) entry.
 //
@@ -24,9 +29,12 @@
 
 #include <rocksdb/file_system.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,8 +63,17 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [path, file] : files_) {
       std::error_code ec;
-      if (std::filesystem::exists(path, ec)) std::filesystem::resize_file(path, file.synced, ec);
-      file.size = file.synced;
+      if (!std::filesystem::exists(path, ec)) continue;
+      if (file.synced < file.previous.size()) {
+        std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);
+        out.seekp(static_cast<std::streamoff>(file.synced));
+        out.write(file.previous.data() + file.synced,
+                  static_cast<std::streamsize>(file.previous.size() - file.synced));
+      }
+      file.size = std::max<uint64_t>(file.synced, file.previous.size());
+      std::filesystem::resize_file(path, file.size, ec);
+      file.synced = file.size;
+      file.previous.clear();
     }
   }
 
@@ -99,7 +116,19 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
                                       const rocksdb::FileOptions& o,
                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
                                       rocksdb::IODebugContext* d) override {
-    return rocksdb::IOStatus::NotSupported("FaultInjectionFileSystem: no WAL recycling");
+    if (!powered_) return PoweredOff(f);
+    std::ifstream in(old, std::ios::binary);
+    std::string previous((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    rocksdb::IOStatus s = target()->ReuseWritableFile(f, old, o, r, d);
+    if (s.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        files_.erase(old);
+        files_[f] = FileState{0, 0, std::move(previous)};
+      }
+      *r = std::make_unique<File>(std::move(*r), this, f);
+    }
+    return s;
   }
 
   rocksdb::IOStatus RenameFile(const std::string& from, const std::string& to,
@@ -139,8 +168,9 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
 
  private:
   struct FileState {
-    uint64_t size = 0;    // bytes appended
-    uint64_t synced = 0;  // of which a sync made durable
+    uint64_t size = 0;     // bytes appended
+    uint64_t synced = 0;   // of which a sync made durable
+    std::string previous;  // a file written over: its old bytes
   };
 
   static bool IsWal(const std::string& path) {
@@ -153,7 +183,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
 
   void Track(const std::string& path, uint64_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
-    files_[path] = FileState{size, size};
+    files_[path] = FileState{size, size, {}};
   }
 
   // Consumes one of `*failures` when `path` is a WAL.

@@ -74,17 +74,22 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* d) override {
-    if (f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0 && wal_open_failures_ > 0) {
-      --wal_open_failures_;
-      ++wal_opens_failed_;
-      return rocksdb::IOStatus::IOError("While open a file for appending: " + f,
-                                        std::strerror(EMFILE));
-    }
+    if (rocksdb::IOStatus failed = FailIfWalOpenShould(f); !failed.ok()) return failed;
     rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, d);
     if (s.ok() && f.size() >= 4 && f.compare(f.size() - 4, 4, "/LOG") == 0) {
       *r = std::make_unique<FillingFile>(std::move(*r), &info_log_full_);
     }
     return s;
+  }
+
+  // How a new WAL is opened over a kept old one (storage.wal_recycle_files):
+  // it fails the same way.
+  rocksdb::IOStatus ReuseWritableFile(const std::string& f, const std::string& old,
+                                      const rocksdb::FileOptions& o,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                      rocksdb::IODebugContext* d) override {
+    if (rocksdb::IOStatus failed = FailIfWalOpenShould(f); !failed.ok()) return failed;
+    return target()->ReuseWritableFile(f, old, o, r, d);
   }
 
   // RocksDB's info log, opened through NewWritableFile() above.
@@ -104,6 +109,17 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
   }
 
  private:
+  // EMFILE while FailNextWalOpens() has failures left and `f` is a WAL.
+  rocksdb::IOStatus FailIfWalOpenShould(const std::string& f) {
+    if (f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0 && wal_open_failures_ > 0) {
+      --wal_open_failures_;
+      ++wal_opens_failed_;
+      return rocksdb::IOStatus::IOError("While open a file for appending: " + f,
+                                        std::strerror(EMFILE));
+    }
+    return rocksdb::IOStatus::OK();
+  }
+
   std::atomic<int> wal_open_failures_{0};
   std::atomic<int> wal_opens_failed_{0};
   std::atomic<uint64_t> free_space_{0};  // 0: the real one
