@@ -20,11 +20,15 @@
 # one connection: storage.idle_sync_delay_ms) and the run's p50.
 # With COUNT=switches it counts voluntary context switches per write instead
 # (the keys then say so). MIX (default write) is driver.py's mix: c1..c4 for
-# one kind of write alone. Run two binaries in turns on the same DATA_DIR to
-# compare them.
+# one kind of write alone. WARMUP=SECONDS (default 0) runs the write mix at
+# CONNS connections that long first, unmeasured: the steady state, where
+# write-ahead logs are written over old ones (storage.wal_recycle_files;
+# the first 128 MiB of logs of a start are new files). It prints the new
+# logs of the measured run by how they started. Run two binaries in turns
+# on the same DATA_DIR to compare them.
 set -euo pipefail
-[[ $# -ge 4 ]] || { sed -n 2,24p "$0" >&2; exit 2; }
-COUNT=${COUNT:-cpu} MIX=${MIX:-write}
+[[ $# -ge 4 ]] || { sed -n 2,29p "$0" >&2; exit 2; }
+COUNT=${COUNT:-cpu} MIX=${MIX:-write} WARMUP=${WARMUP:-0}
 [[ $COUNT == cpu || $COUNT == switches ]] || { echo "COUNT is cpu or switches" >&2; exit 2; }
 BIN=$1 SNAP=$2 SECS=$3 CONNS=$4 KEYS=${5:-keys.txt} SF=${6:-0.01}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +36,9 @@ W=$(mktemp -d "${WORK:-/tmp}/feedd-thread-cpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 . "$HERE/daemon_common.sh"
 start_on_copy "$BIN" "$SNAP" "$W"
+if [[ $WARMUP -gt 0 ]]; then
+  /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads $((CONNS < 2 ? 1 : 2)) --conns "$CONNS" --delay-ms 0 --seconds "$WARMUP" --pid "$PID" --out "$W/warmup.json" > /dev/null 2>&1
+fi
 /usr/bin/python3 "$HERE/scenario/driver.py" settle --api "$API" --metrics "$MET" >/dev/null
 if [[ $COUNT == cpu ]]; then  # utime + stime, in ticks of 10 ms
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '{print $14+$15}' $t/stat)"; done; }
@@ -77,8 +84,8 @@ name = "cpu_ms" if count == "cpu" else "switches"
 disk = int(open(w + "/io1").read()) - int(open(w + "/io0").read())
 faults = int(open(w + "/flt1").read()) - int(open(w + "/flt0").read())
 m0, m1 = (parse_prometheus(open(w + f).read()) for f in ("/m0", "/m1"))
-def delta(name):  # of an unlabelled series over the run
-    return m1.get((name, frozenset()), 0.0) - m0.get((name, frozenset()), 0.0)
+def delta(name, labels=frozenset()):  # of a series over the run
+    return m1.get((name, labels), 0.0) - m0.get((name, labels), 0.0)
 syncs = delta("feedd_storage_wal_sync_duration_seconds_count")
 sync_s = delta("feedd_storage_wal_sync_duration_seconds_sum")
 group_commits = delta("feedd_storage_commit_group_requests_count")
@@ -90,6 +97,8 @@ def jiffies(f):  # busy, total: cpu user nice system idle iowait irq softirq ste
 print(json.dumps({"req_per_s": round(r["req_per_s"]), "p50_ms": r.get("p50_ms"), "p99_ms": r["p99_ms"],
                   "wal_syncs_per_request": round(syncs / writes, 3),
                   "wal_sync_mean_us": round(sync_s / syncs * 1e6) if syncs else None,
+                  "wal_files": {s: round(delta("feedd_storage_wal_files_total", frozenset({("start", s)})))
+                                for s in ("recycled", "new")},
                   "requests_per_group": round(requests / group_commits, 2) if group_commits else None,
                   "box_busy": round((b1 - b0) / (a1 - a0), 3) if a1 > a0 else None,
                   name + "_per_write": round(tot * per_tick / writes, 4),
