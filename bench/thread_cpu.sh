@@ -22,10 +22,11 @@
 # (the keys then say so). MIX (default write) is driver.py's mix: c1..c4 for
 # one kind of write alone. WARMUP=SECONDS (default 0) runs the write mix at
 # CONNS connections that long first, unmeasured: the steady state, where
-# write-ahead logs are written over old ones (storage.wal_recycle_files;
-# the first 128 MiB of logs of a start are new files). It prints the new
-# logs of the measured run by how they started. Run two binaries in turns
-# on the same DATA_DIR to compare them.
+# write-ahead logs are written over old ones (storage.wal_recycle_files; a
+# copy of DATA_DIR without kept logs writes its first storage.max_wal_mb of
+# logs as new files). It prints the new logs of the measured run by how
+# they started. Run two binaries in turns on the same DATA_DIR to compare
+# them.
 set -euo pipefail
 [[ $# -ge 4 ]] || { sed -n 2,29p "$0" >&2; exit 2; }
 COUNT=${COUNT:-cpu} MIX=${MIX:-write} WARMUP=${WARMUP:-0}

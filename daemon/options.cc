@@ -142,6 +142,15 @@ const OptionSpec kOptions[] = {
     {"storage.wal_compression", "false",
      "compress the WAL's records with zstd (experimental in RocksDB 7.8)",
      [](std::string_view v, DaemonConfig& c) { return ParseBool(v, &c.store.wal_compression); }},
+    {"storage.max_wal_mb", "256",
+     "write-ahead logs held before RocksDB flushes the memtables keeping the oldest, in MiB: what "
+     "a restart after a crash replays, and how often logs are freed for reuse (16..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       uint64_t mb = 0;
+       Status s = ParseUint(v, 16, 65536, &mb);
+       if (s.ok()) c.store.max_total_wal_bytes = mb * kMiB;
+       return s;
+     }},
     {"storage.wal_recycle_files", "8",
      "old write-ahead logs (at most 64 MiB each) kept for new logs to be written over, so that a "
      "commit's fsync does not also write the file's growth (0 = every log a new file, ..64)",

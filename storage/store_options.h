@@ -78,7 +78,9 @@ struct StoreOptions {
   // that keep the oldest one: what a restart after a crash replays, and how
   // often logs become free for reuse (wal_recycle_files), since a family
   // written seldom (the metadata's) keeps every log until it is flushed.
-  uint64_t max_total_wal_bytes = 128ull * 1024 * 1024;
+  // Lower, an import's large families are flushed before their memtables
+  // fill (128 MiB: 0.92x the items/s of 512 MiB at SF 0.01).
+  uint64_t max_total_wal_bytes = 256ull * 1024 * 1024;
   // Answers of single-partition queries kept in memory (storage/query_cache.h);
   // 0 disables the cache.
   size_t query_cache_bytes = 64u * 1024 * 1024;
