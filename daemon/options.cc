@@ -56,6 +56,17 @@ Status ParseUintInto(std::string_view text, uint64_t min, uint64_t max, T* out) 
   return status;
 }
 
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// A size given in MiB (`min`..`max` of them), stored in bytes.
+template <typename T>
+Status ParseMiBInto(std::string_view text, uint64_t min, uint64_t max, T* out) {
+  uint64_t mb = 0;
+  Status status = ParseUint(text, min, max, &mb);
+  if (status.ok()) *out = static_cast<T>(mb * kMiB);
+  return status;
+}
+
 Status ParseBool(std::string_view text, bool* out) {
   std::string lower(text);
   std::transform(lower.begin(), lower.end(), lower.begin(),
@@ -126,8 +137,6 @@ struct OptionSpec {
   Status (*apply)(std::string_view value, DaemonConfig& config);
 };
 
-constexpr uint64_t kMiB = 1024 * 1024;
-
 const OptionSpec kOptions[] = {
     {"storage.data_dir", "./data", "directory of the RocksDB database",
      [](std::string_view v, DaemonConfig& c) { return ParseNonEmpty(v, &c.store.data_dir); }},
@@ -146,10 +155,7 @@ const OptionSpec kOptions[] = {
      "write-ahead logs held before RocksDB flushes the memtables keeping the oldest, in MiB: what "
      "a restart after a crash replays, and how often logs are freed for reuse (16..65536)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 16, 65536, &mb);
-       if (s.ok()) c.store.max_total_wal_bytes = mb * kMiB;
-       return s;
+       return ParseMiBInto(v, 16, 65536, &c.store.max_total_wal_bytes);
      }},
     {"storage.wal_recycle_files", "8",
      "old write-ahead logs (at most 64 MiB each) kept for new logs to be written over, so that a "
@@ -168,27 +174,18 @@ const OptionSpec kOptions[] = {
      }},
     {"storage.block_cache_mb", "256", "RocksDB block cache, in MiB (1..65536)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 1, 65536, &mb);
-       if (s.ok()) c.store.block_cache_bytes = static_cast<size_t>(mb * kMiB);
-       return s;
+       return ParseMiBInto(v, 1, 65536, &c.store.block_cache_bytes);
      }},
     {"storage.query_cache_mb", "64",
      "memory for answers of single-partition queries, in MiB (0 = no query cache)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 0, 65536, &mb);
-       if (s.ok()) c.store.query_cache_bytes = static_cast<size_t>(mb * kMiB);
-       return s;
+       return ParseMiBInto(v, 0, 65536, &c.store.query_cache_bytes);
      }},
     {"storage.min_free_mb", "256",
      "free space kept on the data directory's file system, in MiB; below it writes answer 507 "
      "(0 = no reserve, ..1048576)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 0, 1024 * 1024, &mb);
-       if (s.ok()) c.store.min_free_bytes = mb * kMiB;
-       return s;
+       return ParseMiBInto(v, 0, 1024 * 1024, &c.store.min_free_bytes);
      }},
     {"feed.retention_hours", "168", "drop changes older than this many hours (0 = no age limit)",
      [](std::string_view v, DaemonConfig& c) {
@@ -199,10 +196,7 @@ const OptionSpec kOptions[] = {
      }},
     {"feed.retention_mb", "0", "keep at most this many MiB of changes (0 = no size limit)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 0, 1024 * 1024 * 1024, &mb);
-       if (s.ok()) c.store.retention_bytes = mb * kMiB;
-       return s;
+       return ParseMiBInto(v, 0, 1024 * 1024 * 1024, &c.store.retention_bytes);
      }},
     {"feed.retention_interval_ms", "10000", "how often retention runs, in ms (100..3600000)",
      [](std::string_view v, DaemonConfig& c) {
@@ -307,16 +301,12 @@ const OptionSpec kOptions[] = {
     {"import.batch_mb", "4",
      "a bulk import writes its items in WriteBatches of about this many MiB (1..256)",
      [](std::string_view v, DaemonConfig& c) {
-       Status s = ParseUintInto(v, 1, 256, &c.import_batch_bytes);
-       c.import_batch_bytes *= kMiB;
-       return s;
+       return ParseMiBInto(v, 1, 256, &c.import_batch_bytes);
      }},
     {"import.sync_mb", "64",
      "a bulk import syncs the WAL once per this many MiB written, and at its end (1..65536)",
      [](std::string_view v, DaemonConfig& c) {
-       Status s = ParseUintInto(v, 1, 65536, &c.import_sync_bytes);
-       c.import_sync_bytes *= kMiB;
-       return s;
+       return ParseMiBInto(v, 1, 65536, &c.import_sync_bytes);
      }},
     {"import.max_concurrent", "2",
      "bulk imports running at once, at most; more are answered 503 (1..64)",
@@ -420,10 +410,7 @@ const OptionSpec kOptions[] = {
      }},
     {"kafka.max_inflight_mb", "64", "MiB of messages awaiting delivery, at most (1..4096)",
      [](std::string_view v, DaemonConfig& c) {
-       uint64_t mb = 0;
-       Status s = ParseUint(v, 1, 4096, &mb);
-       if (s.ok()) c.kafka.max_inflight_bytes = static_cast<size_t>(mb * kMiB);
-       return s;
+       return ParseMiBInto(v, 1, 4096, &c.kafka.max_inflight_bytes);
      }},
     {"kafka.resolved_interval_ms", "0",
      "resolved markers to every partition at most this often, when something was published "

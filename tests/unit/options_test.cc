@@ -86,6 +86,27 @@ TEST_F(OptionsTest, QueryAndFeedPageLimits) {
   ExpectError("feed.max_page_bytes");
 }
 
+// Sizes given in MiB are stored in bytes, within their bounds.
+TEST_F(OptionsTest, SizesInMiBAreStoredInBytes) {
+  DaemonConfig config = LoadOk();
+  EXPECT_EQ(config.store.max_total_wal_bytes, 256u * 1024 * 1024);
+  EXPECT_EQ(config.store.wal_recycle_files, 8u);
+  EXPECT_EQ(config.import_batch_bytes, 4u * 1024 * 1024);
+
+  args_ = {"--storage.max_wal_mb=16", "--storage.wal_recycle_files=0", "--import.batch_mb=8",
+           "--storage.block_cache_mb=32"};
+  config = LoadOk();
+  EXPECT_EQ(config.store.max_total_wal_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(config.store.wal_recycle_files, 0u);
+  EXPECT_EQ(config.import_batch_bytes, 8u * 1024 * 1024);
+  EXPECT_EQ(config.store.block_cache_bytes, 32u * 1024 * 1024);
+
+  args_ = {"--storage.max_wal_mb=15"};
+  ExpectError("storage.max_wal_mb");
+  args_ = {"--storage.wal_recycle_files=65"};
+  ExpectError("storage.wal_recycle_files");
+}
+
 TEST_F(OptionsTest, DefaultsWithoutAnySource) {
   DaemonConfig config = LoadOk();
   EXPECT_EQ(config.store.data_dir, "./data");
