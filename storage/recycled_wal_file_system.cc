@@ -26,20 +26,16 @@ constexpr std::string_view kKeptPrefix = "feedd-recycled-";
 // A log being rewritten without frames (WritePlainLogs).
 constexpr std::string_view kPlainSuffix = ".plain";
 
-void PutU32(char* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+// A header field, little-endian.
+template <typename T>
+void PutLe(char* out, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
-void PutU64(char* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint32_t GetU32(const char* in) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-  return v;
-}
-uint64_t GetU64(const char* in) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+template <typename T>
+T GetLe(const char* in) {
+  T v = 0;
+  for (size_t i = sizeof(T); i-- > 0;)
+    v = static_cast<T>((v << 8) | static_cast<unsigned char>(in[i]));
   return v;
 }
 
@@ -122,10 +118,10 @@ class FramedWalFile : public rocksdb::FSWritableFileOwnerWrapper {
       return rocksdb::IOStatus::InvalidArgument("a write-ahead log append over 1 GiB");
     }
     char header[kHeaderBytes];
-    PutU32(header, kFrameMagic);
-    PutU32(header + 4, static_cast<uint32_t>(data.size()));
-    PutU64(header + 8, log_number_);
-    PutU32(header + 16, FrameCrc(header, data));
+    PutLe(header, kFrameMagic);
+    PutLe(header + 4, static_cast<uint32_t>(data.size()));
+    PutLe(header + 8, log_number_);
+    PutLe(header + 16, FrameCrc(header, data));
     rocksdb::IOStatus s;
     if (data.size() <= kCopiedPayloadBytes) {
       frame_.assign(header, kHeaderBytes);
@@ -199,9 +195,9 @@ class FramedWalReader : public rocksdb::FSSequentialFile {
     size_t got = 0;
     rocksdb::IOStatus s = ReadFully(file_.get(), kHeaderBytes, header, &got, d);
     if (!s.ok()) return s;
-    const uint32_t length = got == kHeaderBytes ? GetU32(header + 4) : 0;
-    if (got < kHeaderBytes || GetU32(header) != kFrameMagic || GetU64(header + 8) != log_number_ ||
-        length > kMaxFrameBytes) {
+    const uint32_t length = got == kHeaderBytes ? GetLe<uint32_t>(header + 4) : 0;
+    if (got < kHeaderBytes || GetLe<uint32_t>(header) != kFrameMagic ||
+        GetLe<uint64_t>(header + 8) != log_number_ || length > kMaxFrameBytes) {
       ended_ = true;  // the end of the file, zeros, or an older log's bytes
       return rocksdb::IOStatus::OK();
     }
@@ -213,7 +209,7 @@ class FramedWalReader : public rocksdb::FSSequentialFile {
       ended_ = true;  // cut short at the end of a file that grew
       return rocksdb::IOStatus::OK();
     }
-    if (FrameCrc(header, rocksdb::Slice(frame_)) != GetU32(header + 16)) {
+    if (FrameCrc(header, rocksdb::Slice(frame_)) != GetLe<uint32_t>(header + 16)) {
       frame_.clear();
       ended_ = true;
       return rocksdb::IOStatus::Corruption("write-ahead log frame checksum mismatch");
@@ -236,12 +232,8 @@ std::string DirOf(const std::string& path) {
 
 // The number at the end of a kept file's name (its old log's), for order.
 uint64_t KeptNumber(std::string_view name) {
-  uint64_t number = 0;
-  for (char c : name.substr(kKeptPrefix.size())) {
-    if (c < '0' || c > '9') return std::numeric_limits<uint64_t>::max();
-    number = number * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return number;
+  return ParseDecimal(name.substr(kKeptPrefix.size()))
+      .value_or(std::numeric_limits<uint64_t>::max());
 }
 
 }  // namespace
@@ -253,9 +245,8 @@ RecycledWalFileSystem::RecycledWalFileSystem(const std::shared_ptr<rocksdb::File
   if (!target->GetChildren(wal_dir_, rocksdb::IOOptions(), &children, nullptr).ok()) return;
   std::vector<std::string> kept;
   for (const std::string& name : children) {
-    if (name.compare(0, kKeptPrefix.size(), kKeptPrefix) == 0) kept.push_back(name);
-    if (name.size() > kPlainSuffix.size() &&
-        name.compare(name.size() - kPlainSuffix.size(), kPlainSuffix.size(), kPlainSuffix) == 0) {
+    if (name.starts_with(kKeptPrefix)) kept.push_back(name);
+    if (name.ends_with(kPlainSuffix)) {
       // A rewrite a crash interrupted: the framed log is still there.
       target->DeleteFile(wal_dir_ + "/" + name, rocksdb::IOOptions(), nullptr)
           .PermitUncheckedError();
@@ -319,7 +310,7 @@ bool RecycledWalFileSystem::IsFramed(const std::string& f, rocksdb::IODebugConte
   char magic[4];
   size_t got = 0;
   return ReadFully(file.get(), sizeof magic, magic, &got, d).ok() && got == sizeof magic &&
-         GetU32(magic) == kFrameMagic;
+         GetLe<uint32_t>(magic) == kFrameMagic;
 }
 
 rocksdb::IOStatus RecycledWalFileSystem::NewSequentialFile(
@@ -367,6 +358,7 @@ rocksdb::IOStatus RecycledWalFileSystem::WritePlainLogs() {
   rocksdb::IOStatus s = target()->GetChildren(wal_dir_, rocksdb::IOOptions(), &children, nullptr);
   if (!s.ok()) return s;
   bool rewrote = false;
+  std::string buffer(1 << 20, '\0');
   for (const std::string& name : children) {
     const std::string path = wal_dir_ + "/" + name;
     if (!WalNumber(path) || !IsFramed(path, nullptr)) continue;
@@ -375,7 +367,6 @@ rocksdb::IOStatus RecycledWalFileSystem::WritePlainLogs() {
     std::unique_ptr<rocksdb::FSWritableFile> out;
     s = NewSequentialFile(path, rocksdb::FileOptions(), &in, nullptr);
     if (s.ok()) s = target()->NewWritableFile(plain, rocksdb::FileOptions(), &out, nullptr);
-    std::string buffer(1 << 20, '\0');
     while (s.ok()) {
       rocksdb::Slice chunk;
       s = in->Read(buffer.size(), rocksdb::IOOptions(), &chunk, buffer.data(), nullptr);

@@ -5,6 +5,7 @@
 // Internal to storage/.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -15,8 +16,17 @@ inline constexpr std::string_view kWalSuffix = ".log";
 
 // True when `path` names a write-ahead log.
 inline bool IsWalFile(std::string_view path) {
-  return path.size() > kWalSuffix.size() &&
-         path.substr(path.size() - kWalSuffix.size()) == kWalSuffix;
+  return path.size() > kWalSuffix.size() && path.ends_with(kWalSuffix);
+}
+
+// `text` as a decimal number: digits only, all of them; nullopt otherwise
+// (empty, a sign, another character, or more than uint64_t holds).
+inline std::optional<uint64_t> ParseDecimal(std::string_view text) {
+  uint64_t number = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, number);
+  if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
+  return number;
 }
 
 // The log number of a write-ahead log's path ("data/000123.log": 123);
@@ -26,13 +36,7 @@ inline std::optional<uint64_t> WalNumber(std::string_view path) {
   std::string_view name = path.substr(0, path.size() - kWalSuffix.size());
   if (size_t slash = name.rfind('/'); slash != std::string_view::npos)
     name.remove_prefix(slash + 1);
-  if (name.empty() || name.size() > 19) return std::nullopt;
-  uint64_t number = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return std::nullopt;
-    number = number * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return number;
+  return ParseDecimal(name);
 }
 
 }  // namespace feedd

@@ -41,6 +41,8 @@
 #include <string>
 #include <system_error>
 
+#include "storage/wal_file_name.h"
+
 namespace feedd::testutil {
 
 class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
@@ -81,7 +83,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t bytes = 0;
     for (const auto& [path, file] : files_) {
-      if (IsWal(path)) bytes += file.size - file.synced;
+      if (IsWalFile(path)) bytes += file.size - file.synced;
     }
     return bytes;
   }
@@ -173,10 +175,6 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     std::string previous;  // a file written over: its old bytes
   };
 
-  static bool IsWal(const std::string& path) {
-    return path.size() > 4 && path.compare(path.size() - 4, 4, ".log") == 0;
-  }
-
   static rocksdb::IOStatus PoweredOff(const std::string& f) {
     return rocksdb::IOStatus::IOError("FaultInjectionFileSystem: power cut", f);
   }
@@ -188,7 +186,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
 
   // Consumes one of `*failures` when `path` is a WAL.
   static bool Take(const std::string& path, std::atomic<int>* failures, std::atomic<int>* taken) {
-    if (!IsWal(path)) return false;
+    if (!IsWalFile(path)) return false;
     int n = failures->load();
     while (n > 0) {
       if (failures->compare_exchange_weak(n, n - 1)) {

@@ -21,6 +21,7 @@
 #include "storage/document_store.h"
 #include "storage/prepared_item.h"
 #include "storage/space_reserve.h"
+#include "storage/wal_file_name.h"
 #include "tests/blog_scenario.h"
 #include "tests/unit/test_util.h"
 #include "util/clock.h"
@@ -111,7 +112,7 @@ class FaultFileSystem : public rocksdb::FileSystemWrapper {
  private:
   // EMFILE while FailNextWalOpens() has failures left and `f` is a WAL.
   rocksdb::IOStatus FailIfWalOpenShould(const std::string& f) {
-    if (f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0 && wal_open_failures_ > 0) {
+    if (IsWalFile(f) && wal_open_failures_ > 0) {
       --wal_open_failures_;
       ++wal_opens_failed_;
       return rocksdb::IOStatus::IOError("While open a file for appending: " + f,
