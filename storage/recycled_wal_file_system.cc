@@ -201,9 +201,20 @@ class FramedWalReader : public rocksdb::FSSequentialFile {
       ended_ = true;  // the end of the file, zeros, or an older log's bytes
       return rocksdb::IOStatus::OK();
     }
-    frame_.resize(length);
-    s = ReadFully(file_.get(), length, frame_.data(), &got, d);
-    if (!s.ok()) return s;
+    // Grown as the bytes come, so that a damaged header claiming a large
+    // frame costs no more memory than the file has bytes.
+    constexpr size_t kChunk = 1 << 20;
+    while (frame_.size() < length) {
+      const size_t want = std::min<size_t>(length - frame_.size(), kChunk);
+      const size_t at = frame_.size();
+      frame_.resize(at + want);
+      size_t chunk = 0;
+      s = ReadFully(file_.get(), want, frame_.data() + at, &chunk, d);
+      if (!s.ok()) return s;
+      frame_.resize(at + chunk);
+      if (chunk < want) break;
+    }
+    got = frame_.size();
     if (got < length) {
       frame_.clear();
       ended_ = true;  // cut short at the end of a file that grew
