@@ -1,7 +1,5 @@
 #include "storage/recycled_wal_file_system.h"
 
-#include <rocksdb/file_checksum.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -9,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/crc32c.h"
 #include "storage/wal_file_name.h"
 
 namespace feedd {
@@ -39,20 +38,9 @@ T GetLe(const char* in) {
   return v;
 }
 
-// CRC32C (RocksDB's, hardware-accelerated where the CPU has it) of the
-// header's covered bytes and the payload.
+// CRC-32C of the header's covered bytes and the payload.
 uint32_t FrameCrc(const char* header, const rocksdb::Slice& payload) {
-  static const std::shared_ptr<rocksdb::FileChecksumGenFactory> factory =
-      rocksdb::GetFileChecksumGenCrc32cFactory();
-  std::unique_ptr<rocksdb::FileChecksumGenerator> crc =
-      factory->CreateFileChecksumGenerator(rocksdb::FileChecksumGenContext());
-  crc->Update(header, kCoveredHeaderBytes);
-  crc->Update(payload.data(), payload.size());
-  crc->Finalize();
-  const std::string sum = crc->GetChecksum();  // 4 bytes, big-endian
-  uint32_t v = 0;
-  for (char c : sum) v = (v << 8) | static_cast<unsigned char>(c);
-  return v;
+  return Crc32cExtend(Crc32cExtend(0, header, kCoveredHeaderBytes), payload.data(), payload.size());
 }
 
 // Reads up to `n` bytes into `out`, fewer only at the end of the file.
