@@ -48,10 +48,15 @@ void AppendDecimal(std::string* out, uint64_t n) {
   out->append(digits, end);
 }
 
-// body_json is a serialized non-empty object ("{...}" with at least `id`).
-std::string WithSystemProperties(std::string_view body_json, Lsn lsn, uint64_t ts_ms) {
-  std::string out;
-  out.reserve(body_json.size() + 64);
+// The stored value (key_format::ItemValue) of version `lsn` of the item
+// `body_json`, a serialized non-empty object ("{...}" with at least `id`):
+// its system properties appended, written at once instead of copied into a
+// stored value. *item_json: the item's JSON in it.
+std::string StoredItemValue(std::string_view body_json, Lsn lsn, uint64_t ts_ms,
+                            std::string_view* item_json) {
+  std::string out = kf::ItemValue(lsn, "");
+  out.reserve(out.size() + body_json.size() + 64);
+  const size_t item_offset = out.size();
   out.append(body_json.substr(0, body_json.size() - 1));
   out += ",\"_etag\":\"\\\"";
   AppendDecimal(&out, lsn);
@@ -60,6 +65,7 @@ std::string WithSystemProperties(std::string_view body_json, Lsn lsn, uint64_t t
   out += ",\"_ts\":";
   AppendDecimal(&out, ts_ms);
   out += '}';
+  *item_json = std::string_view(out).substr(item_offset);
   return out;
 }
 
@@ -87,7 +93,10 @@ std::string Envelope(Lsn lsn, ChangeOp op, std::string_view container, std::stri
                      std::optional<std::string_view> before, std::optional<std::string_view> after,
                      kf::ImageSpan* before_span, size_t* after_offset) {
   std::string out;
-  out.reserve(128 + (before ? before->size() : 0) + (after ? after->size() : 0));
+  // The field names, numbers and the op take under 160 bytes; strings that
+  // need escaping grow it once.
+  out.reserve(160 + container.size() + pk.size() + id.size() + (before ? before->size() : 4) +
+              (after ? after->size() : 4));
   out += "{\"lsn\":";
   AppendDecimal(&out, lsn);
   out += ",\"op\":\"";
@@ -376,12 +385,13 @@ bool CommitPipeline::SortedByKey(const rocksdb::WriteBatch& batch, rocksdb::Writ
 // Evaluates the requests of one group into one WriteBatch.
 class CommitPipeline::GroupBuilder {
  public:
-  // `collect_records`: keep each change's record for the commit listeners.
+  // `collect_records`: keep each change's record for the commit listeners
+  // (room is made for `expected_changes` of them at once).
   // `batch`: empty; the group is added to it. `feed_batch`, when given: empty
   // and another batch; the change records go there instead (an import's,
   // whose other records are then sorted into it: SortedByKey()).
   GroupBuilder(RocksDatabase* db, const StoreOptions& options, Lsn next_lsn, uint64_t ts_ms,
-               bool collect_records, rocksdb::WriteBatch* batch,
+               bool collect_records, size_t expected_changes, rocksdb::WriteBatch* batch,
                rocksdb::WriteBatch* feed_batch = nullptr)
       : db_(db),
         options_(options),
@@ -389,7 +399,9 @@ class CommitPipeline::GroupBuilder {
         ts_ms_(ts_ms),
         records_(collect_records ? std::make_shared<std::vector<ChangeRecord>>() : nullptr),
         batch_(batch),
-        feed_batch_(feed_batch) {}
+        feed_batch_(feed_batch) {
+    if (records_) records_->reserve(expected_changes);
+  }
 
   // Adds every one of `requests` (and `view`'s watermark, when given) to the
   // batch, or leaves the batch untouched and returns the failure.
@@ -622,9 +634,13 @@ class CommitPipeline::GroupBuilder {
 
     const Lsn lsn = next_lsn_++;
     const bool is_delete = op.kind == WriteOpKind::kDelete;
-    std::optional<std::string> after;
+    std::string stored_value;
+    std::optional<std::string_view> after;  // in stored_value
     if (!is_delete) {
-      after = WithSystemProperties(patched ? patched->json : op.item->body_json, lsn, ts_ms_);
+      std::string_view item_json;
+      stored_value =
+          StoredItemValue(patched ? patched->json : op.item->body_json, lsn, ts_ms_, &item_json);
+      after = item_json;
     }
     const IndexValues none(is_delete ? c.indexes.size() : 0);
     WriteIndexEntries(c, pk, id, old_index_values,
@@ -634,17 +650,15 @@ class CommitPipeline::GroupBuilder {
         is_delete ? ChangeOp::kDelete : (stored.exists() ? ChangeOp::kReplace : ChangeOp::kCreate);
     std::optional<std::string_view> before;
     if (stored.exists() && options_.before_images && !before_unreadable) before = stored.json();
-    AppendChange(c, pk, id, lsn, change_op, op.imported, before,
-                 after ? std::optional<std::string_view>(*after) : std::nullopt);
+    AppendChange(c, pk, id, lsn, change_op, op.imported, before, after);
 
     if (is_delete) {
       batch_->Delete(c.items, key);
       Remember(c, key, std::nullopt);
     } else {
-      std::string stored_value = kf::ItemValue(lsn, *after);
       batch_->Put(c.items, key, stored_value);
+      if (!op.imported) out->item_json = std::string(*after);  // an import reports counts only
       Remember(c, key, std::move(stored_value));
-      if (!op.imported) out->item_json = std::move(*after);  // an import reports counts only
       out->item_lsn = lsn;
     }
     out->lsn = lsn;
@@ -1000,6 +1014,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   last_ts_ms_ = std::max(last_ts_ms_, options_.clock->NowMillis());
   const Lsn first = written_head_ + 1;
   size_t reserve = 0;
+  size_t expected_changes = 0;
   if (import) {
     // Per item: the stored item, its change record (the item again in the
     // envelope) and keys.
@@ -1007,6 +1022,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
       for (const WriteOp& op : request.ops) {
         if (op.item) reserve += 2 * op.item->body_json.size() + 256;
       }
+      expected_changes += request.ops.size();
     }
   }
   rocksdb::WriteBatch ordinary;  // a few KiB: new for each group
@@ -1015,7 +1031,7 @@ void CommitPipeline::CommitGroup(std::vector<Pending>& group) {
   rocksdb::WriteBatch* const import_sorted = import ? import_sorted_.Take(reserve) : nullptr;
   // The records go to the listeners, and their after-images to the query cache.
   const bool collect_records = has_listeners_.load() || (cache_ != nullptr && cache_->enabled());
-  GroupBuilder builder(db_, options_, first, last_ts_ms_, collect_records,
+  GroupBuilder builder(db_, options_, first, last_ts_ms_, collect_records, expected_changes,
                        import ? import_batch_.Take(reserve) : &ordinary, import_sorted);
   std::vector<WriteResult> results;
   results.reserve(requests);
