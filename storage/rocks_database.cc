@@ -103,11 +103,6 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
     // with the default 256 MiB cache: a rename's fan-out took 2.4 s and 3 s
     // of CPU, against 0.45 s and 0.23 s with a cache that held them).
     table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
-    // Blocks are checksummed with XXH3, not the default CRC-32C: Debian's
-    // RocksDB is built portable and computes CRC-32C a table lookup at a
-    // time, on every block a flush or compaction writes and every block read
-    // from a file. Files written with CRC-32C keep it (the footer says which).
-    table.checksum = rocksdb::kXXH3;
     table.partition_filters = true;
     if (bloom) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     if (bloom) {

@@ -454,15 +454,6 @@ TEST_F(StoreTest, EveryFamilyPartitionsItsIndexAndFilter) {
   }
 }
 
-// Every family's blocks carry an XXH3 checksum: Debian's RocksDB computes
-// CRC-32C, the default, without the CPU's instruction.
-TEST_F(StoreTest, EveryFamilyChecksumsItsBlocksWithXxh3) {
-  auto checksum = RecordedSetting(dir_.path(), "TableOptions/BlockBasedTable", "checksum");
-  ASSERT_EQ(checksum.count("items.posts"), 1u);
-  ASSERT_EQ(checksum.count("feed"), 1u);
-  for (const auto& [name, value] : checksum) EXPECT_EQ(value, "kXXH3") << name;
-}
-
 TEST_F(StoreTest, OpenFailsForUnusableDataDir) {
   StoreOptions o = Options();
   o.data_dir = dir_.path() + "/file";
