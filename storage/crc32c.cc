@@ -39,7 +39,10 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cExtendHardware(uint32_t crc, co
   return ~state32;
 }
 
-bool CpuHasCrc32Instruction() { return __builtin_cpu_supports("sse4.2") != 0; }
+bool CpuHasCrc32Instruction() {
+  __builtin_cpu_init();  // in case the first checksum comes before main()
+  return __builtin_cpu_supports("sse4.2") != 0;
+}
 #endif
 
 }  // namespace
