@@ -11,6 +11,13 @@ ensure_ndjson() {
   fi
 }
 
+# print_header COMMAND: the benchmark's command line, the commit and the time,
+# as its output's first two lines.
+print_header() {
+  echo "# $1"
+  echo "# $(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+
 # start_feedd BUILD DIR [FEEDD_ARGS...]: feedd on a fresh DIR/data, durable;
 # sets FEEDD_PID and API once it is ready (its log: DIR/feedd.log).
 start_feedd() {

@@ -40,8 +40,7 @@ FEEDD_PID=""
 . "$HERE/import_common.sh"
 [ -n "$NDJSON" ] || NDJSON=$WORK/ndjson
 ensure_ndjson "$NDJSON" "$SF" 42
-echo "# $COMMAND"
-echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+print_header "$COMMAND"
 
 count() {  # BUILD OUT: the callgrind profile of one import into OUT
   local build=$1 out=$2 dir=$WORK/run

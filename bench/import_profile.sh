@@ -39,8 +39,7 @@ trap 'kill "${FEEDD_PID:-}" 2> /dev/null || true; rm -rf "$WORK"' EXIT
 . "$HERE/import_common.sh"
 [ -n "$NDJSON" ] || NDJSON=$WORK/ndjson
 ensure_ndjson "$NDJSON" "$SF" 42
-echo "# $COMMAND"
-echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+print_header "$COMMAND"
 
 start_feedd "$BUILD" "$WORK/run" "${ARGS[@]}"
 if [ "$THREAD" = all ]; then
@@ -53,12 +52,8 @@ fi
 "$BUILD/feedctl" --api "$API" import --no-progress users "$NDJSON/users.ndjson" > /dev/null
 perf record -F 999 "${TARGET[@]}" -o "$OUT" -- sleep "$SECONDS_" > /dev/null 2>&1 &
 PERF_PID=$!
-t0=$(date +%s.%N)
+# feedctl's summary (on stderr) gives the import's items/s.
 "$BUILD/feedctl" --api "$API" import --no-progress posts "$NDJSON/posts.ndjson" > /dev/null
-t1=$(date +%s.%N)
 wait "$PERF_PID" || true
-items=$(wc -l < "$NDJSON/posts.ndjson")
-"$PYTHON" -c 'import sys; n, s = int(sys.argv[1]), float(sys.argv[2]); print("import of posts: %.2f s, %.0f items/s" % (s, n / s))' \
-  "$items" "$(echo "$t1 - $t0" | bc)"
 perf report -i "$OUT" --children --sort symbol --stdio -g none 2> /dev/null |
   grep -E '^ +[0-9]' | cut -c1-160 | head -60

@@ -37,8 +37,7 @@ trap 'rm -rf "$WORK"' EXIT
 . "$HERE/import_common.sh"
 [ -n "$NDJSON" ] || NDJSON=$WORK/ndjson
 ensure_ndjson "$NDJSON" "$SF" 42
-echo "# $COMMAND"
-echo "# $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+print_header "$COMMAND"
 
 tasks() {  # name run_ns wait_ns, one line per thread of $1
   local t name stat
