@@ -202,8 +202,7 @@ class FramedWalReader : public rocksdb::FSSequentialFile {
       frame_.resize(at + chunk);
       if (chunk < want) break;
     }
-    got = frame_.size();
-    if (got < length) {
+    if (frame_.size() < length) {
       frame_.clear();
       ended_ = true;  // cut short at the end of a file that grew
       return rocksdb::IOStatus::OK();
