@@ -17,7 +17,8 @@ W=$(mktemp -d "${WORK:-/tmp}/feedd-compactions.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 . "$HERE/daemon_common.sh"
 start_on_copy "$BIN" "$SNAP" "$W"
-/usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads 2 --conns 8 --delay-ms 0 --seconds "$SECS" --pid "$PID" --out "$W/r.json" 2>&1 | grep "wrk write"
+CONNS=8
+drive_write_mix write "$SECS" "$W/r.json" 2>&1 | grep "wrk write"
 kill -TERM $PID; wait $PID || true
 /usr/bin/python3 - "$W/data/LOG" <<'PY'
 import collections, json, re, sys

@@ -18,3 +18,10 @@ start_on_copy() {
   API=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api"])' "$3/ready.json")
   MET=$(/usr/bin/python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["metrics"])' "$3/ready.json")
 }
+
+# drive_write_mix MIX SECONDS OUT: driver.py's closed loop of MIX on the
+# daemon start_on_copy started, at CONNS connections (KEYS and SF as the
+# caller set them); its JSON result in OUT.
+drive_write_mix() {
+  /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix "$1" --keys "$KEYS" --sf "$SF" --threads $((CONNS < 2 ? 1 : 2)) --conns "$CONNS" --delay-ms 0 --seconds "$2" --pid "$PID" --out "$3"
+}

@@ -37,10 +37,7 @@ W=$(mktemp -d "${WORK:-/tmp}/feedd-thread-cpu.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 . "$HERE/daemon_common.sh"
 start_on_copy "$BIN" "$SNAP" "$W"
-drive() {  # MIX SECONDS OUT: the closed loop at CONNS connections
-  /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix "$1" --keys "$KEYS" --sf "$SF" --threads $((CONNS < 2 ? 1 : 2)) --conns "$CONNS" --delay-ms 0 --seconds "$2" --pid "$PID" --out "$3"
-}
-if [[ $WARMUP -gt 0 ]]; then drive write "$WARMUP" "$W/warmup.json" > /dev/null 2>&1; fi
+if [[ $WARMUP -gt 0 ]]; then drive_write_mix write "$WARMUP" "$W/warmup.json" > /dev/null 2>&1; fi
 /usr/bin/python3 "$HERE/scenario/driver.py" settle --api "$API" --metrics "$MET" >/dev/null
 if [[ $COUNT == cpu ]]; then  # utime + stime, in ticks of 10 ms
   snap() { for t in /proc/$PID/task/*; do echo "$(cat $t/comm) $(awk '{print $14+$15}' $t/stat)"; done; }
@@ -57,7 +54,7 @@ sectors() { if [[ -r $DISK_STAT ]]; then awk '{printf "%.0f\n", $7 * 512}' "$DIS
 sectors > "$W/io0"
 awk '{print $10}' "/proc/$PID/stat" > "$W/flt0"
 curl -s "http://$MET/metrics" > "$W/m0"
-drive "$MIX" "$SECS" "$W/r.json" > "$W/r.txt" 2>&1
+drive_write_mix "$MIX" "$SECS" "$W/r.json" > "$W/r.txt" 2>&1
 snap > "$W/t1"
 head -1 /proc/stat > "$W/stat1"
 sectors > "$W/io1"

@@ -35,15 +35,12 @@ W=$(mktemp -d "${WORK:-/tmp}/feedd-write-profile.XXXXXX")
 trap 'kill "${PID:-}" 2> /dev/null || true; rm -rf "$W"' EXIT
 . "$HERE/daemon_common.sh"
 start_on_copy "$BIN" "$SNAP" "$W"
-drive() {  # SECONDS OUT: the closed loop at CONNS connections
-  /usr/bin/python3 "$HERE/scenario/driver.py" wrk --api "$API" --metrics "$MET" --mix write --keys "$KEYS" --sf "$SF" --threads $((CONNS < 2 ? 1 : 2)) --conns "$CONNS" --delay-ms 0 --seconds "$1" --pid "$PID" --out "$2"
-}
-if [ "$WARMUP_" -gt 0 ]; then drive "$WARMUP_" "$W/warmup.json" > /dev/null 2>&1; fi
+if [ "$WARMUP_" -gt 0 ]; then drive_write_mix write "$WARMUP_" "$W/warmup.json" > /dev/null 2>&1; fi
 TID=$(grep -lx "$THREAD" /proc/"$PID"/task/*/comm | head -1 | cut -d/ -f5)
 [ -n "$TID" ] || { echo "$0: no thread named $THREAD" >&2; exit 1; }
 echo "# $0 --thread $THREAD --conns $CONNS --warmup $WARMUP_ --seconds $SECONDS_ ${POS[*]}"
 # The run outlasts the recording by a second on each side.
-drive $((SECONDS_ + 2)) "$W/run.json" > /dev/null 2>&1 &
+drive_write_mix write $((SECONDS_ + 2)) "$W/run.json" > /dev/null 2>&1 &
 DRIVER=$!
 sleep 1  # the driver's connections are up; the recording starts inside the run
 perf record -F 1999 -g --call-graph dwarf,32768 -t "$TID" -o "$OUT" -- sleep "$SECONDS_" > /dev/null 2>&1
