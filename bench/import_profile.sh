@@ -37,6 +37,7 @@ command -v perf > /dev/null || { echo "$0: perf is not installed" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/import_profile.XXXXXX)
 trap 'kill "${FEEDD_PID:-}" 2> /dev/null || true; rm -rf "$WORK"' EXIT
 . "$HERE/import_common.sh"
+. "$HERE/perf_common.sh"
 [ -n "$NDJSON" ] || NDJSON=$WORK/ndjson
 ensure_ndjson "$NDJSON" "$SF" 42
 print_header "$COMMAND"
@@ -45,8 +46,7 @@ start_feedd "$BUILD" "$WORK/run" "${ARGS[@]}"
 if [ "$THREAD" = all ]; then
   TARGET=(-g -p "$FEEDD_PID")
 else
-  TID=$(grep -lx "$THREAD" /proc/"$FEEDD_PID"/task/*/comm | head -1 | cut -d/ -f5)
-  [ -n "$TID" ] || { echo "$0: no thread named $THREAD" >&2; exit 1; }
+  TID=$(thread_id "$FEEDD_PID" "$THREAD")
   TARGET=(-g --call-graph dwarf,16384 -t "$TID")
 fi
 "$BUILD/feedctl" --api "$API" import --no-progress users "$NDJSON/users.ndjson" > /dev/null
@@ -55,5 +55,4 @@ PERF_PID=$!
 # feedctl's summary (on stderr) gives the import's items/s.
 "$BUILD/feedctl" --api "$API" import --no-progress posts "$NDJSON/posts.ndjson" > /dev/null
 wait "$PERF_PID" || true
-perf report -i "$OUT" --children --sort symbol --stdio -g none 2> /dev/null |
-  grep -E '^ +[0-9]' | cut -c1-160 | head -60
+top_functions "$OUT"

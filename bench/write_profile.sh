@@ -34,10 +34,10 @@ command -v perf > /dev/null || { echo "$0: perf is not installed" >&2; exit 2; }
 W=$(mktemp -d "${WORK:-/tmp}/feedd-write-profile.XXXXXX")
 trap 'kill "${PID:-}" 2> /dev/null || true; rm -rf "$W"' EXIT
 . "$HERE/daemon_common.sh"
+. "$HERE/perf_common.sh"
 start_on_copy "$BIN" "$SNAP" "$W"
 if [ "$WARMUP_" -gt 0 ]; then drive_write_mix write "$WARMUP_" "$W/warmup.json" > /dev/null 2>&1; fi
-TID=$(grep -lx "$THREAD" /proc/"$PID"/task/*/comm | head -1 | cut -d/ -f5)
-[ -n "$TID" ] || { echo "$0: no thread named $THREAD" >&2; exit 1; }
+TID=$(thread_id "$PID" "$THREAD")
 echo "# $0 --thread $THREAD --conns $CONNS --warmup $WARMUP_ --seconds $SECONDS_ ${POS[*]}"
 # The run outlasts the recording by a second on each side.
 drive_write_mix write $((SECONDS_ + 2)) "$W/run.json" > /dev/null 2>&1 &
@@ -46,5 +46,4 @@ sleep 1  # the driver's connections are up; the recording starts inside the run
 perf record -F 1999 -g --call-graph dwarf,32768 -t "$TID" -o "$OUT" -- sleep "$SECONDS_" > /dev/null 2>&1
 wait "$DRIVER"
 /usr/bin/python3 -c 'import json,sys;r=json.load(open(sys.argv[1]));print("req/s %.0f" % r["req_per_s"])' "$W/run.json"
-perf report -i "$OUT" --children --sort symbol --stdio -g none 2> /dev/null |
-  grep -E '^ +[0-9]' | cut -c1-160 | head -60
+top_functions "$OUT"
