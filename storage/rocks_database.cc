@@ -12,6 +12,7 @@
 
 #include "storage/info_log_file_system.h"
 #include "storage/key_format.h"
+#include "storage/memtable_skip_list.h"
 #include "storage/prepared_item.h"
 #include "storage/recycled_wal_file_system.h"
 #include "storage/retryable_file_system.h"
@@ -84,11 +85,16 @@ Result<std::unique_ptr<RocksDatabase>> RocksDatabase::Open(const StoreOptions& o
   db_options.max_total_wal_size = options.max_total_wal_bytes;
   if (options.wal_compression) db_options.wal_compression = rocksdb::kZSTD;
   db_options.keep_log_file_num = 5;
+  // Required by the memtables' skip list (storage/memtable_skip_list.h):
+  // one insert at a time, by the write group's leader.
+  db_options.allow_concurrent_memtable_write = false;
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  auto memtable_factory = NewMemTableSkipListFactory();
   auto make_cf_options = [&](bool bloom) {
     rocksdb::ColumnFamilyOptions cf;
     cf.write_buffer_size = options.write_buffer_bytes;
+    cf.memtable_factory = memtable_factory;
     cf.level_compaction_dynamic_level_bytes = true;
     cf.compression = rocksdb::kLZ4Compression;
     rocksdb::BlockBasedTableOptions table;

@@ -349,7 +349,11 @@ TEST_F(StorageFaultsTest, AWalRollFailingWithEmfileIsRecoveredFromWithoutRestart
 // As above, with writers on four threads, so that groups of several
 // requests meet the failure: every request of the failed group fails, none
 // of it is read back, and after the recovery LSNs go on from the last group
-// written.
+// written. Items of 512 bytes: with groups of larger ones failing (1 KiB
+// with feedd's memtable skip list, 4 KiB with RocksDB's), Debian's RocksDB
+// 7.8 (assertions on) aborts when the database is closed after
+// DB::Resume() (`last_ref` in ~ColumnFamilySet), as in the import test
+// below.
 TEST_F(StorageFaultsTest, AWalRollFailingUnderConcurrentWritersLosesNoLsnAndKeepsNoFailedWrite) {
   ASSERT_NO_FATAL_FAILURE(Open(Options()));
   fs_->FailNextWalOpens(3);
@@ -365,7 +369,7 @@ TEST_F(StorageFaultsTest, AWalRollFailingUnderConcurrentWritersLosesNoLsnAndKeep
     writers.emplace_back([&, t] {
       for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
         std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
-        WriteResult w = Upsert(id, 1024);
+        WriteResult w = Upsert(id, 512);
         {
           std::lock_guard<std::mutex> lock(mutex);
           if (w.status.ok()) {
