@@ -66,38 +66,46 @@ rocksdb::Slice InternalKey(const rocksdb::LookupKey& key) {
 // Storage for iterators RocksDB creates "in an arena" and destroys by
 // calling the destructor alone. The destroyed iterator's block goes back to
 // the destroying thread's free list, so a block is reused only once its
-// destructor has returned; each list keeps at most kKept blocks.
+// destructor has returned; each list keeps at most kKept blocks. An
+// iterator destroyed on a thread whose list is gone already (thread-local
+// destructors have run) leaves its block to the process's exit.
 class IteratorBlocks {
  public:
   static constexpr size_t kKept = 32;
 
   ~IteratorBlocks() {
     for (void* block : free_) ::operator delete(block);
+    gone_ = true;
   }
-  void* Take(size_t size) {
-    if (free_.empty()) return ::operator new(size);
-    void* block = free_.back();
-    free_.pop_back();
+
+  static void* Take(size_t size) {
+    if (gone_ || list().free_.empty()) return ::operator new(size);
+    void* block = list().free_.back();
+    list().free_.pop_back();
     return block;
   }
   // Called from the destructor of the object in `block`: older blocks on
   // this list are no longer in any destructor, the new one may still be.
-  void Give(void* block) {
-    if (free_.size() == kKept) {
-      ::operator delete(free_.front());
-      free_.erase(free_.begin());
+  static void Give(void* block) {
+    if (gone_) return;
+    std::vector<void*>& free = list().free_;
+    if (free.size() == kKept) {
+      ::operator delete(free.front());
+      free.erase(free.begin());
     }
-    free_.push_back(block);
-  }
-
-  static IteratorBlocks& ForThisThread() {
-    thread_local IteratorBlocks blocks;
-    return blocks;
+    free.push_back(block);
   }
 
  private:
+  static IteratorBlocks& list() {
+    thread_local IteratorBlocks blocks;
+    return blocks;
+  }
+  static thread_local bool gone_;
+
   std::vector<void*> free_;
 };
+thread_local bool IteratorBlocks::gone_ = false;
 
 class SkipList final : public rocksdb::MemTableRep {
  public:
@@ -114,6 +122,12 @@ class SkipList final : public rocksdb::MemTableRep {
   }
 
   void Insert(rocksdb::KeyHandle handle) override { InsertKey(handle); }
+  // With memtable_insert_with_hint_prefix_extractor set: the finger is the
+  // hint, and a duplicate is refused as InsertKey() refuses it.
+  void InsertWithHint(rocksdb::KeyHandle handle, void** /*hint*/) override { InsertKey(handle); }
+  bool InsertKeyWithHint(rocksdb::KeyHandle handle, void** /*hint*/) override {
+    return InsertKey(handle);
+  }
 
   bool InsertKey(rocksdb::KeyHandle handle) override {
     auto* node = static_cast<Node*>(handle);
@@ -281,7 +295,7 @@ class SkipList::Iterator final : public MemTableRep::Iterator {
  public:
   Iterator(const SkipList* list, bool in_block) : list_(list), in_block_(in_block) {}
   ~Iterator() override {
-    if (in_block_) IteratorBlocks::ForThisThread().Give(this);
+    if (in_block_) IteratorBlocks::Give(this);
   }
 
   bool Valid() const override { return node_ != nullptr; }
@@ -315,7 +329,7 @@ class SkipList::Iterator final : public MemTableRep::Iterator {
 rocksdb::MemTableRep::Iterator* SkipList::GetIterator(rocksdb::Arena* arena) {
   if (arena == nullptr) return new Iterator(this, false);
   // RocksDB will call ~Iterator() and not delete: see IteratorBlocks.
-  return new (IteratorBlocks::ForThisThread().Take(sizeof(Iterator))) Iterator(this, true);
+  return new (IteratorBlocks::Take(sizeof(Iterator))) Iterator(this, true);
 }
 
 class SkipListFactory final : public rocksdb::MemTableRepFactory {

@@ -217,6 +217,21 @@ TEST(MemTableSkipListTest, ReadersRunConcurrentlyWithTheWriter) {
         last = iter->key().ToString();
       }
       if (seen < in) failures++;
+      // Backwards, and from a seek, the same.
+      last.clear();
+      seen = 0;
+      for (iter->SeekToLast(); iter->Valid(); iter->Prev(), ++seen) {
+        if (!last.empty() && iter->key().ToString() >= last) failures++;
+        last = iter->key().ToString();
+      }
+      if (seen < in) failures++;
+      if (in > 0) {
+        std::string target = Key(order[rng() % in]);
+        iter->Seek(target);
+        if (!iter->Valid() || iter->key().ToString() != target) failures++;
+        iter->Prev();
+        if (iter->Valid() && iter->key().ToString() >= target) failures++;
+      }
     }
   };
   std::thread r1(reader, 1), r2(reader, 2);
