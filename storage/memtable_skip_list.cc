@@ -33,16 +33,9 @@ struct Node {
 };
 static_assert(sizeof(Node) % alignof(std::atomic<Node*>) == 0);
 
-// The internal key of a memtable entry: a varint32 length, then the key.
-rocksdb::Slice InternalKey(const char* entry) {
-  uint32_t length = 0;
-  for (int shift = 0;; shift += 7) {
-    auto byte = static_cast<uint8_t>(*entry++);
-    length |= static_cast<uint32_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) break;
-  }
-  return {entry, length};
-}
+// The internal key of a memtable entry (a varint32 length, then the key),
+// decoded as RocksDB's KeyComparator::decode_key() does.
+rocksdb::Slice InternalKey(const char* entry) { return rocksdb::GetLengthPrefixedSlice(entry); }
 
 // rocksdb::LookupKey, the key of a memtable Get(), is declared in a header
 // RocksDB does not install (db/lookup_key.h). It starts with three pointers:
@@ -80,8 +73,9 @@ class IteratorBlocks {
 
   static void* Take(size_t size) {
     if (gone_ || list().free_.empty()) return ::operator new(size);
-    void* block = list().free_.back();
-    list().free_.pop_back();
+    std::vector<void*>& free = list().free_;
+    void* block = free.back();
+    free.pop_back();
     return block;
   }
   // Called from the destructor of the object in `block`: older blocks on
