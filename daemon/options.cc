@@ -208,6 +208,12 @@ const OptionSpec kOptions[] = {
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1024, 1024 * kMiB, &c.feed_max_page_bytes);
      }},
+    {"feed.in_process_mb", "256",
+     "memory, in MiB, for committed changes queued for the processors and the publisher inside "
+     "the daemon, shared; a reader further behind reads them from the durable feed (1..65536)",
+     [](std::string_view v, DaemonConfig& c) {
+       return ParseMiBInto(v, 1, 65536, &c.store.commit_tail_bytes);
+     }},
     {"query.max_filters", "16", "filters one query may have; more is query_too_expensive (1..1024)",
      [](std::string_view v, DaemonConfig& c) {
        return ParseUintInto(v, 1, 1024, &c.query_limits.max_filters);

@@ -11,7 +11,7 @@ constexpr auto kRecordInterval = std::chrono::milliseconds(100);
 }  // namespace
 
 CommitChangeSource::CommitChangeSource(DocumentStore* store, Options options)
-    : store_(store), options_(std::move(options)), tail_(store, options_.max_queued_bytes) {}
+    : store_(store), options_(std::move(options)), tail_(store, options_.budget) {}
 
 void CommitChangeSource::SetReadyCallback(std::function<void()> ready) {
   tail_.SetReadyCallback(std::move(ready));

@@ -34,9 +34,10 @@ class CommitChangeSource final : public ChangeSource {
  public:
   struct Options {
     std::string consumer;  // whose watermark Acknowledge() records
-    // Records queued from the commit path at most; beyond it they are read
-    // back from the durable feed.
-    size_t max_queued_bytes = CommitTail::kDefaultMaxQueuedBytes;
+    // The memory for records queued from the commit path; beyond it they
+    // are read back from the durable feed. Null: the store's, which its
+    // other in-process readers share.
+    std::shared_ptr<CommitTailBudget> budget = nullptr;
   };
 
   CommitChangeSource(DocumentStore* store, Options options);
@@ -50,7 +51,7 @@ class CommitChangeSource final : public ChangeSource {
     return ChangeSourceCounts{tail_.from_commits(), tail_.from_feed()};
   }
 
-  // Groups not queued because the queue was full.
+  // Groups not queued because the budget had no room for them.
   uint64_t groups_overflowed() const { return tail_.groups_overflowed(); }
 
  private:

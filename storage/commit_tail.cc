@@ -3,41 +3,45 @@
 #include <algorithm>
 
 namespace feedd {
-namespace {
 
-size_t BytesOf(const std::vector<ChangeRecord>& records) {
-  size_t bytes = 0;
-  for (const ChangeRecord& r : records) {
-    bytes += sizeof(ChangeRecord) + r.envelope_json.size() + r.container.size() +
-             r.partition_key.size() + r.id.size();
-  }
-  return bytes;
-}
-
-}  // namespace
-
-CommitTail::CommitTail(DocumentStore* store, size_t max_queued_bytes)
-    : store_(store), max_queued_bytes_(max_queued_bytes) {
+CommitTail::CommitTail(DocumentStore* store, std::shared_ptr<CommitTailBudget> budget)
+    : store_(store), budget_(budget ? std::move(budget) : store->commit_tail_budget()) {
+  budget_->Register(this);
   listener_ = store_->AddCommitListener([this](const CommittedChanges& r) { OnCommitted(r); });
 }
 
-CommitTail::~CommitTail() { store_->RemoveCommitListener(listener_); }
+CommitTail::~CommitTail() {
+  // First out of the budget: other tails' listeners may ask this one to
+  // give up its queue until then.
+  budget_->Unregister(this);
+  store_->RemoveCommitListener(listener_);
+}
 
 void CommitTail::OnCommitted(const CommittedChanges& records) {
-  const size_t bytes = BytesOf(*records);
   std::function<void()> ready;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (records->back().lsn < next_) return;  // already read from the feed
-    if (queued_bytes_ + bytes > max_queued_bytes_ && !queue_.empty()) {
+    CommitTailBudget::Charge charge = budget_->Admit(this, front_.load(), records);
+    if (!charge) {
       ++overflowed_;  // the reader finds the gap and reads it from the feed
     } else {
-      queue_.push_back(QueuedGroup{records, bytes});
-      queued_bytes_ += bytes;
+      queue_.push_back(QueuedGroup{records, std::move(charge)});
+      UpdateFront();
     }
     ready = ready_;
   }
   if (ready) ready();
+}
+
+void CommitTail::GiveUpQueue() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_.clear();
+  UpdateFront();
+}
+
+void CommitTail::UpdateFront() {
+  front_.store(queue_.empty() ? 0 : queue_.front().records->front().lsn);
 }
 
 void CommitTail::SetReadyCallback(std::function<void()> ready) {
@@ -51,8 +55,8 @@ void CommitTail::Seek(Lsn from) {
 }
 
 void CommitTail::PopFront() {
-  queued_bytes_ -= queue_.front().bytes;
   queue_.pop_front();
+  UpdateFront();
 }
 
 void CommitTail::TakeQueued(size_t max, std::vector<SharedChangeRecord>* out) {

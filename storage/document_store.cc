@@ -26,7 +26,8 @@ class RocksDocumentStore final : public DocumentStore {
         feed_(
             db_.get(), options_, [this] { return pipeline_.head(); },
             [this] { return pipeline_.feed_bytes_appended(); }),
-        queries_(db_.get()) {
+        queries_(db_.get()),
+        commit_tail_budget_(std::make_shared<CommitTailBudget>(options_.commit_tail_bytes)) {
     for (const auto& c : db_->containers()) specs_.push_back(c.spec);
   }
 
@@ -150,6 +151,9 @@ class RocksDocumentStore final : public DocumentStore {
     return pipeline_.AddCommitListener(std::move(listener));
   }
   void RemoveCommitListener(uint64_t token) override { pipeline_.RemoveCommitListener(token); }
+  std::shared_ptr<CommitTailBudget> commit_tail_budget() const override {
+    return commit_tail_budget_;
+  }
 
   Status RegisterConsumer(const std::string& name, Lsn acked) override {
     return feed_.RegisterConsumer(name, acked);
@@ -196,6 +200,8 @@ class RocksDocumentStore final : public DocumentStore {
     stats.query_cache_misses = cache_.misses();
     stats.query_cache_bytes = cache_.bytes();
     stats.query_cache_updates = cache_.updates();
+    stats.commit_tail_bytes = commit_tail_budget_->used_bytes();
+    stats.commit_tail_queues_given_up = commit_tail_budget_->queues_given_up();
     stats.queries_too_many_filters = queries_too_many_filters_.load();
     stats.queries_over_budget = queries_over_budget_.load();
     stats.query_pages_cut = query_pages_cut_.load();
@@ -286,6 +292,7 @@ class RocksDocumentStore final : public DocumentStore {
   CommitPipeline pipeline_;
   ChangeFeed feed_;
   QueryEngine queries_;
+  const std::shared_ptr<CommitTailBudget> commit_tail_budget_;
   mutable std::atomic<uint64_t> queries_too_many_filters_{0};
   mutable std::atomic<uint64_t> queries_over_budget_{0};
   mutable std::atomic<uint64_t> query_pages_cut_{0};

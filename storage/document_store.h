@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "storage/change_record.h"
+#include "storage/commit_tail_budget.h"
 #include "storage/container_spec.h"
 #include "storage/query.h"
 #include "storage/store_options.h"
@@ -75,6 +76,8 @@ struct StoreStats {
   uint64_t query_cache_misses = 0;  // single-partition queries computed (cache on)
   uint64_t query_cache_bytes = 0;
   uint64_t query_cache_updates = 0;  // changes taken into kept answers instead of dropping them
+  uint64_t commit_tail_bytes = 0;    // records queued for in-process readers (CommitTailBudget)
+  uint64_t commit_tail_queues_given_up = 0;
   uint64_t queries_too_many_filters = 0;  // refused for query.max_filters
   uint64_t queries_over_budget = 0;       // stopped at query.max_items_read / max_bytes_read
   uint64_t query_pages_cut = 0;           // query pages ended by query.max_page_bytes
@@ -180,6 +183,9 @@ class DocumentStore {
   // again.
   virtual uint64_t AddCommitListener(CommitListener listener) = 0;
   virtual void RemoveCommitListener(uint64_t token) = 0;
+  // The memory the store's CommitTails share for the records they queue
+  // (StoreOptions::commit_tail_bytes; storage/commit_tail_budget.h).
+  virtual std::shared_ptr<CommitTailBudget> commit_tail_budget() const = 0;
 
   // ---- Retention low-watermarks ----
   // A registered consumer keeps every change with LSN > its acked LSN from

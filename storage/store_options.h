@@ -84,6 +84,11 @@ struct StoreOptions {
   // Answers of single-partition queries kept in memory (storage/query_cache.h);
   // 0 disables the cache.
   size_t query_cache_bytes = 64u * 1024 * 1024;
+  // Committed records queued in memory for the readers of the feed inside
+  // the process (the processors and the publisher: storage/commit_tail.h),
+  // all together, each group counted once; a reader further behind reads
+  // the durable feed.
+  size_t commit_tail_bytes = 256u * 1024 * 1024;
 
   // Free space kept on the data directory's file system: below it, writes
   // answer insufficient_storage before they reach RocksDB, and they resume

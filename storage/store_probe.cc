@@ -39,6 +39,13 @@ void CollectQueries(const StoreStats& stats, Families& f) {
   f.Counter("feedd_query_cache_updates_total",
             "Changes of a partition taken into its kept query answers instead of dropping them",
             static_cast<double>(stats.query_cache_updates));
+  f.Gauge("feedd_feed_in_process_bytes",
+          "Committed changes queued in memory for the in-process readers of the feed "
+          "(feed.in_process_mb), each counted once, bytes",
+          static_cast<double>(stats.commit_tail_bytes));
+  f.Counter("feedd_feed_in_process_queues_given_up_total",
+            "Queues of in-process feed readers given up to make room for readers further ahead",
+            static_cast<double>(stats.commit_tail_queues_given_up));
   const char* help_rejected = "Queries refused or stopped by their limits (query.*), by reason";
   f.Counter("feedd_query_rejected_total", help_rejected,
             static_cast<double>(stats.queries_too_many_filters), {{"reason", "too_many_filters"}});

@@ -54,6 +54,9 @@ class ForwardingStore : public DocumentStore {
     return inner_->AddCommitListener(std::move(listener));
   }
   void RemoveCommitListener(uint64_t token) override { inner_->RemoveCommitListener(token); }
+  std::shared_ptr<CommitTailBudget> commit_tail_budget() const override {
+    return inner_->commit_tail_budget();
+  }
   Status RegisterConsumer(const std::string& name, Lsn acked) override {
     return inner_->RegisterConsumer(name, acked);
   }

@@ -222,7 +222,8 @@ TEST_F(CommitChangeSourceTest, ReadsWhatItWasNotHandedFromTheDurableFeed) {
 // A reader that falls behind a full queue misses groups there, and reads
 // them from the feed: memory stays bounded and nothing is skipped.
 TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
-  CommitChangeSource source(store_.get(), {"processor.test", /*max_queued_bytes=*/2000});
+  CommitChangeSource source(store_.get(),
+                            {"processor.test", std::make_shared<CommitTailBudget>(2000)});
   source.Seek(1);
   for (int i = 0; i < 60; ++i) Post("p" + std::to_string(i));
   EXPECT_GT(source.groups_overflowed(), 0u);
@@ -237,6 +238,51 @@ TEST_F(CommitChangeSourceTest, AFullQueueSendsTheReaderToTheDurableFeed) {
   ASSERT_EQ(batch.size(), 1u);
   EXPECT_EQ(batch[0]->id, "after");
   EXPECT_EQ(source.counts().in_process, before + 1);
+}
+
+// The in-process readers share one budget: a group they all queue counts
+// once.
+TEST_F(CommitChangeSourceTest, SourcesOfOneStoreCountTheGroupsTheyShareOnce) {
+  CommitChangeSource a(store_.get(), {"processor.a"});
+  a.Seek(1);
+  Post("p1");
+  const size_t one_reader = store_->commit_tail_budget()->used_bytes();
+  ASSERT_GT(one_reader, 0u);
+  std::vector<ChangeRecord> drained = Drain(a);  // a drops it
+  ASSERT_EQ(store_->commit_tail_budget()->used_bytes(), 0u);
+  CommitChangeSource b(store_.get(), {"processor.b"}), c(store_.get(), {"processor.c"});
+  b.Seek(2);
+  c.Seek(2);
+  Post("p2");
+  EXPECT_EQ(store_->commit_tail_budget()->used_bytes(), one_reader);
+  EXPECT_EQ(store_->Stats().commit_tail_bytes, one_reader);
+}
+
+// A reader that stays behind (a stopped processor, a publisher while Kafka
+// is down) gives its queue up to the readers that keep up, and then reads
+// the durable feed: the others stay in memory and nobody misses a record.
+TEST_F(CommitChangeSourceTest, AReaderStuckBehindGivesItsQueueUpToTheReadersThatKeepUp) {
+  auto budget = std::make_shared<CommitTailBudget>(4000);
+  CommitChangeSource stuck(store_.get(), {"processor.stuck", budget});
+  CommitChangeSource live(store_.get(), {"processor.live", budget});
+  stuck.Seek(1);
+  live.Seek(1);
+  std::vector<ChangeRecord> live_got;
+  std::vector<SharedChangeRecord> batch;
+  for (int i = 0; i < 60; ++i) {
+    Post("p" + std::to_string(i));
+    // One queued group at most passes the budget, per reader.
+    EXPECT_LE(budget->used_bytes(), 4000u + 2 * 1000u);
+    if (i % 3 != 2) continue;  // `live` reads three groups at a time
+    ASSERT_TRUE(live.NextBatch(100, &batch).ok());
+    for (const SharedChangeRecord& r : batch) live_got.push_back(*r);
+  }
+  ExpectSame(live_got, Feed(1));
+  EXPECT_EQ(live.counts().from_feed, 0u);
+  EXPECT_EQ(live.groups_overflowed(), 0u);
+  EXPECT_GT(budget->queues_given_up(), 0u);
+  ExpectSame(Drain(stuck, 7), Feed(1));
+  EXPECT_GT(stuck.counts().from_feed, 0u);
 }
 
 // The publisher's rewind: a tail sought back reads what it had already
@@ -280,7 +326,8 @@ TEST_F(CommitChangeSourceTest, APositionBelowRetentionIsAnError) {
 // every committed group, queued or not (an overflowed one is read from the
 // feed).
 TEST_F(CommitChangeSourceTest, ReturnsEmptyAtOnceAndCallsTheReadyCallbackForEveryCommit) {
-  CommitChangeSource source(store_.get(), {"processor.test", /*max_queued_bytes=*/2000});
+  CommitChangeSource source(store_.get(),
+                            {"processor.test", std::make_shared<CommitTailBudget>(2000)});
   std::atomic<int> ready{0};
   source.SetReadyCallback([&] { ++ready; });
   source.Seek(1);

@@ -1,0 +1,180 @@
+// CommitTailBudget with holders that stand in for CommitTails: a group
+// shared by several tails counts once, a full budget refuses a tail with a
+// queue but never one without, and makes room by asking the tails further
+// behind, oldest first, to give up their queues.
+#include "storage/commit_tail_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace feedd {
+namespace {
+
+// A queue of charged groups, as a CommitTail keeps one.
+class FakeTail : public CommitTailBudget::Holder {
+ public:
+  explicit FakeTail(CommitTailBudget* budget) : budget_(budget) { budget_->Register(this); }
+  ~FakeTail() override { budget_->Unregister(this); }
+
+  // Queues `group` if the budget admits it.
+  bool Offer(const CommittedChanges& group) {
+    CommitTailBudget::Charge charge = budget_->Admit(this, QueueFront(), group);
+    if (!charge) return false;
+    queue_.emplace_back(group, std::move(charge));
+    return true;
+  }
+  void PopFront() { queue_.erase(queue_.begin()); }
+  size_t queued() const { return queue_.size(); }
+  int gave_up() const { return gave_up_; }
+
+  Lsn QueueFront() const override { return queue_.empty() ? 0 : queue_.front().first->front().lsn; }
+  void GiveUpQueue() override {
+    queue_.clear();
+    ++gave_up_;
+  }
+
+ private:
+  CommitTailBudget* const budget_;
+  std::vector<std::pair<CommittedChanges, CommitTailBudget::Charge>> queue_;
+  int gave_up_ = 0;
+};
+
+// One record of `envelope_bytes`, at `lsn`.
+CommittedChanges Group(Lsn lsn, size_t envelope_bytes = 1000) {
+  ChangeRecord r;
+  r.lsn = lsn;
+  r.container = "posts";
+  r.partition_key = "p";
+  r.id = "i" + std::to_string(lsn);
+  r.envelope_json.assign(envelope_bytes, 'x');
+  return std::make_shared<const std::vector<ChangeRecord>>(std::vector<ChangeRecord>{r});
+}
+
+// What one Group() counts for.
+size_t GroupBytes() {
+  CommitTailBudget probe(1 << 20);
+  FakeTail tail(&probe);
+  EXPECT_TRUE(tail.Offer(Group(1)));
+  return probe.used_bytes();
+}
+
+TEST(CommitTailBudgetTest, AGroupQueuedByEveryTailCountsOnceUntilTheLastDropsIt) {
+  const size_t bytes = GroupBytes();
+  ASSERT_GT(bytes, 1000u);
+  CommitTailBudget budget(10 * bytes);
+  FakeTail a(&budget), b(&budget), c(&budget);
+  CommittedChanges group = Group(1);
+  ASSERT_TRUE(a.Offer(group));
+  ASSERT_TRUE(b.Offer(group));
+  ASSERT_TRUE(c.Offer(group));
+  EXPECT_EQ(budget.used_bytes(), bytes);
+  a.PopFront();
+  b.PopFront();
+  EXPECT_EQ(budget.used_bytes(), bytes);
+  c.PopFront();
+  EXPECT_EQ(budget.used_bytes(), 0u);
+}
+
+// Free for the others even once the budget is spent: the memory is.
+TEST(CommitTailBudgetTest, AGroupAnotherTailHoldsIsAdmittedEvenWithTheBudgetSpent) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  FakeTail a(&budget), b(&budget);
+  ASSERT_TRUE(b.Offer(Group(1)));
+  CommittedChanges shared = Group(2);
+  ASSERT_TRUE(a.Offer(shared));  // an empty queue: admitted
+  ASSERT_EQ(budget.used_bytes(), 2 * bytes);
+  EXPECT_TRUE(b.Offer(shared));
+  EXPECT_EQ(b.queued(), 2u);
+  EXPECT_EQ(budget.used_bytes(), 2 * bytes);
+  EXPECT_EQ(a.gave_up() + b.gave_up(), 0);
+}
+
+// A group that a tail keeping up queued past the budget is not free for a
+// tail behind: once the first drops it, it would cost on, and a reader that
+// never catches up would grow its queue without bound.
+TEST(CommitTailBudgetTest, AGroupQueuedPastTheBudgetIsNotFreeForATailBehind) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  FakeTail behind(&budget), keeping_up(&budget);
+  ASSERT_TRUE(behind.Offer(Group(1)));
+  ASSERT_TRUE(behind.Offer(Group(2)));
+  for (Lsn lsn = 3; lsn <= 10; ++lsn) {
+    CommittedChanges group = Group(lsn);
+    ASSERT_TRUE(keeping_up.Offer(group));  // an empty queue: always
+    EXPECT_FALSE(behind.Offer(group));
+    keeping_up.PopFront();
+    EXPECT_EQ(budget.used_bytes(), 2 * bytes);
+  }
+  EXPECT_EQ(behind.queued(), 2u);
+}
+
+TEST(CommitTailBudgetTest, AFullBudgetRefusesATailWithAQueueButNeverOneWithout) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  FakeTail tail(&budget);
+  EXPECT_TRUE(tail.Offer(Group(1)));
+  EXPECT_TRUE(tail.Offer(Group(2)));
+  EXPECT_FALSE(tail.Offer(Group(3)));
+  EXPECT_EQ(budget.used_bytes(), 2 * bytes);
+  FakeTail empty(&budget);
+  EXPECT_TRUE(empty.Offer(Group(3)));  // passes the budget by one group
+  EXPECT_EQ(budget.used_bytes(), 3 * bytes);
+  EXPECT_EQ(tail.gave_up(), 0);  // `empty` is ahead of nobody
+}
+
+TEST(CommitTailBudgetTest, TheTailsFurthestBehindGiveUpTheirQueuesOldestFirst) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(4 * bytes);
+  FakeTail oldest(&budget), older(&budget), ahead(&budget);
+  ASSERT_TRUE(oldest.Offer(Group(1)));
+  ASSERT_TRUE(oldest.Offer(Group(2)));
+  ASSERT_TRUE(older.Offer(Group(3)));
+  ASSERT_TRUE(ahead.Offer(Group(4)));
+  ASSERT_EQ(budget.used_bytes(), 4 * bytes);
+  // `ahead` needs one group's room: `oldest` frees two, `older` keeps its own.
+  EXPECT_TRUE(ahead.Offer(Group(5)));
+  EXPECT_EQ(oldest.gave_up(), 1);
+  EXPECT_EQ(oldest.queued(), 0u);
+  EXPECT_EQ(older.gave_up(), 0);
+  EXPECT_EQ(older.queued(), 1u);
+  EXPECT_EQ(ahead.queued(), 2u);
+  EXPECT_EQ(budget.queues_given_up(), 1u);
+  EXPECT_EQ(budget.used_bytes(), 3 * bytes);
+}
+
+// The tail furthest behind is refused rather than taking the memory of
+// the tails ahead of it.
+TEST(CommitTailBudgetTest, TheTailFurthestBehindIsRefusedAndNobodyGivesUp) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  FakeTail behind(&budget), ahead(&budget);
+  ASSERT_TRUE(behind.Offer(Group(1)));
+  ASSERT_TRUE(ahead.Offer(Group(2)));
+  EXPECT_FALSE(behind.Offer(Group(3)));
+  EXPECT_EQ(ahead.gave_up(), 0);
+  EXPECT_EQ(ahead.queued(), 1u);
+  EXPECT_EQ(budget.queues_given_up(), 0u);
+}
+
+// A tail gone from the budget is not asked again.
+TEST(CommitTailBudgetTest, AnUnregisteredTailIsNeverAskedToGiveUp) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  auto gone = std::make_unique<FakeTail>(&budget);
+  FakeTail ahead(&budget);
+  CommittedChanges kept = Group(1);
+  ASSERT_TRUE(gone->Offer(kept));
+  ASSERT_TRUE(ahead.Offer(Group(2)));
+  gone.reset();  // its group's charge went with it
+  EXPECT_EQ(budget.used_bytes(), bytes);
+  EXPECT_TRUE(ahead.Offer(Group(3)));
+  EXPECT_FALSE(ahead.Offer(Group(4)));
+  EXPECT_EQ(budget.queues_given_up(), 0u);
+}
+
+}  // namespace
+}  // namespace feedd
