@@ -13,7 +13,11 @@
 # items/s, the time until the views were current, and per thread name (digits
 # folded: ap-N-usernames) the CPU time it ran and the time it waited,
 # runnable, for a core (/proc/PID/task/TID/schedstat): a thread that waits
-# long for a core is held back by the others, not by its own work.
+# long for a core is held back by the others, not by its own work. Then the
+# process's CPU since it started (threads that ended included, which the
+# per-thread lines miss), its peak RSS, and per processor the changes it
+# read back from the durable feed instead of taking them in memory from the
+# commit path (fromDurableFeed).
 # DIR (default: a temporary one) gets the data set from
 # bench/scenario/ndjson.py unless it holds both files.
 set -euo pipefail
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
     --ndjson) NDJSON=$2; shift 2 ;;
     --sf) SF=$2; shift 2 ;;
     --) shift; ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) BUILDS+=("$1"); shift ;;
   esac
 done
@@ -62,6 +66,14 @@ one() {  # BUILD
   wait_for "$API" views
   t2=$(date +%s.%N)
   tasks $FEEDD_PID > "$dir/after"
+  # The whole process's CPU (threads that ended too, such as the import
+  # job's), its peak RSS, and the changes each processor read back from the
+  # durable feed rather than taking them from the commit path.
+  awk '{print ($14 + $15) / 100}' "/proc/$FEEDD_PID/stat" > "$dir/process_cpu"
+  awk '/VmHWM/ {print $2 / 1024}' "/proc/$FEEDD_PID/status" > "$dir/peak_rss_mib"
+  "$PYTHON" -c 'import json, sys, urllib.request
+ps = json.load(urllib.request.urlopen("http://%s/v1/processors" % sys.argv[1], timeout=60))["processors"]
+print(" ".join("%s:%d" % (p["name"], p.get("fromDurableFeed", 0)) for p in ps))' "$API" > "$dir/durable"
   kill $FEEDD_PID; wait $FEEDD_PID || true
   items=$(( $(wc -l < "$NDJSON/users.ndjson") + $(wc -l < "$NDJSON/posts.ndjson") ))
   "$PYTHON" - "$build" "$dir" "$items" "$t0" "$t1" "$t2" <<'PYEOF'
@@ -79,6 +91,10 @@ cpu = {k: ((b[k][0] - a[k][0]) / 1e9, (b[k][1] - a[k][1]) / 1e9) for k in b}
 total = sum(r for r, _ in cpu.values())
 print("%s: import %.0f items/s (%.2f s), views current after %.2f s (%.0f items/s), CPU %.2f s"
       % (build, items / (t1 - t0), t1 - t0, t2 - t0, items / (t2 - t0), total))
+read = lambda name: open(d + "/" + name).read().strip()
+print("  process CPU since start %s s (threads that ended included), peak RSS %.0f MiB"
+      % (read("process_cpu"), float(read("peak_rss_mib"))))
+print("  changes read back from the durable feed: %s" % read("durable"))
 for k, (r, w) in sorted(cpu.items(), key=lambda kv: -kv[1][0]):
     if r >= 0.05:
         print("  %-18s ran %6.2f s  waited for a core %6.2f s" % (k, r, w))
