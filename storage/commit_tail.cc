@@ -22,12 +22,12 @@ void CommitTail::OnCommitted(const CommittedChanges& records) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (records->back().lsn < next_) return;  // already read from the feed
-    CommitTailBudget::Charge charge = budget_->Admit(this, front_.load(), records);
+    CommitTailBudget::Charge charge = budget_->Admit(this, next_, !queue_.empty(), records);
     if (!charge) {
       ++overflowed_;  // the reader finds the gap and reads it from the feed
     } else {
       queue_.push_back(QueuedGroup{records, std::move(charge)});
-      UpdateFront();
+      has_queue_ = true;
     }
     ready = ready_;
   }
@@ -37,11 +37,7 @@ void CommitTail::OnCommitted(const CommittedChanges& records) {
 void CommitTail::GiveUpQueue() {
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.clear();
-  UpdateFront();
-}
-
-void CommitTail::UpdateFront() {
-  front_.store(queue_.empty() ? 0 : queue_.front().records->front().lsn);
+  has_queue_ = false;
 }
 
 void CommitTail::SetReadyCallback(std::function<void()> ready) {
@@ -56,7 +52,7 @@ void CommitTail::Seek(Lsn from) {
 
 void CommitTail::PopFront() {
   queue_.pop_front();
-  UpdateFront();
+  has_queue_ = !queue_.empty();
 }
 
 void CommitTail::TakeQueued(size_t max, std::vector<SharedChangeRecord>* out) {

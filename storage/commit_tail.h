@@ -65,15 +65,15 @@ class CommitTail final : private CommitTailBudget::Holder {
     CommitTailBudget::Charge charge;
   };
 
-  Lsn QueueFront() const override { return front_.load(); }
+  Lsn ReaderPosition() const override { return next_.load(); }
+  bool HasQueue() const override { return has_queue_.load(); }
   void GiveUpQueue() override;
 
   void OnCommitted(const CommittedChanges& records);
   // Appends what the queue holds from the position on, up to `max` records
   // in *out or a gap. Under mutex_.
   void TakeQueued(size_t max, std::vector<SharedChangeRecord>* out);
-  void PopFront();     // under mutex_
-  void UpdateFront();  // under mutex_, after the queue changed
+  void PopFront();  // under mutex_
 
   DocumentStore* const store_;
   const std::shared_ptr<CommitTailBudget> budget_;
@@ -82,8 +82,9 @@ class CommitTail final : private CommitTailBudget::Holder {
   std::mutex mutex_;
   std::function<void()> ready_;    // GUARDED_BY(mutex_)
   std::deque<QueuedGroup> queue_;  // GUARDED_BY(mutex_)
-  Lsn next_ = 1;                   // GUARDED_BY(mutex_)
-  std::atomic<Lsn> front_{0};      // the queue's first LSN, 0 when empty
+  // Written under mutex_; read without it by the budget too.
+  std::atomic<Lsn> next_{1};
+  std::atomic<bool> has_queue_{false};  // !queue_.empty()
 
   std::atomic<uint64_t> from_commits_{0}, from_feed_{0}, overflowed_{0};
 };

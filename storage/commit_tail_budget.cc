@@ -45,34 +45,35 @@ void CommitTailBudget::Unregister(Holder* holder) {
   std::erase(holders_, holder);
 }
 
-CommitTailBudget::Charge CommitTailBudget::Admit(const Holder* holder, Lsn holder_front,
+CommitTailBudget::Charge CommitTailBudget::Admit(const Holder* holder, Lsn holder_position,
+                                                 bool holder_has_queue,
                                                  const CommittedChanges& records) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (last_group_ == records.get() && used_->load() <= max_bytes_) {
-    // A live charge keeps its group alive, so the address is that group's.
-    // Not past the budget, though: a tail that keeps up may have queued it
-    // past the budget, and it would go on costing once that tail drops it.
-    if (Charge shared = last_charge_.lock()) return shared;
-  }
-  const size_t bytes = BytesOf(*records);
-  const auto fits = [&] { return used_->load() + bytes <= max_bytes_; };
-  if (holder_front != 0 && !fits()) {
-    std::vector<std::pair<Lsn, Holder*>> behind;
-    for (Holder* other : holders_) {
-      if (other == holder) continue;
-      const Lsn front = other->QueueFront();
-      if (front != 0 && front < holder_front) behind.emplace_back(front, other);
+  Charge shared;
+  if (last_group_.lock() == records) shared = last_charge_.lock();
+  const size_t cost = shared ? 0 : BytesOf(*records);
+  if (holder_has_queue) {
+    if (cost > max_bytes_) return nullptr;  // never fits: nobody gives up for it
+    const auto fits = [&] { return used_->load() + cost <= max_bytes_; };
+    if (!fits()) {
+      std::vector<std::pair<Lsn, Holder*>> behind;
+      for (Holder* other : holders_) {
+        if (other == holder || !other->HasQueue()) continue;
+        const Lsn position = other->ReaderPosition();
+        if (position < holder_position) behind.emplace_back(position, other);
+      }
+      std::sort(behind.begin(), behind.end());
+      for (const auto& [position, other] : behind) {
+        if (fits()) break;
+        other->GiveUpQueue();
+        ++given_up_;
+      }
+      if (!fits()) return nullptr;
     }
-    std::sort(behind.begin(), behind.end());
-    for (const auto& [front, other] : behind) {
-      if (fits()) break;
-      other->GiveUpQueue();
-      ++given_up_;
-    }
-    if (!fits()) return nullptr;
   }
-  Charge charge = std::make_shared<const GroupCharge>(used_, bytes);
-  last_group_ = records.get();
+  if (shared) return shared;
+  Charge charge = std::make_shared<const GroupCharge>(used_, cost);
+  last_group_ = records;
   last_charge_ = charge;
   return charge;
 }

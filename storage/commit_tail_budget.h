@@ -7,28 +7,34 @@
 //   it share its records: a group counts once, from the first tail that
 //   queues it until the last one drops it (a Charge each holds). Admit()
 //   lets a tail queue a group
-//     - at no cost when another tail holds it already, unless the budget
-//       is passed (see the next case: a group admitted past the budget
-//       would cost on while a tail behind holds it);
-//     - when the budget has room for it;
 //     - when the tail's own queue is empty, so a reader that keeps up is
 //       always served in memory (the budget may then be passed by one group
 //       per tail);
-//     - when the tails further behind than the asking one (the smaller the
-//       LSN at a queue's front, the further behind) give up their queues,
-//       oldest first, until there is room. Their readers read the durable
-//       feed instead, as after an overflow, and the memory goes to the
-//       readers that keep up: a reader stuck far behind (a publisher while
-//       Kafka is down, a stopped processor) does not send everyone else to
-//       the disk.
+//     - at no cost when another tail holds it already, unless the budget is
+//       passed (a group admitted past it would cost on while a tail behind
+//       holds it);
+//     - when the budget has room for it;
+//     - when the tails whose readers are further behind than the asking
+//       one's (the smaller the LSN a reader takes next, the further
+//       behind) give up their queues, the furthest first, until there is
+//       room. Their readers read the durable feed instead, as after an
+//       overflow, and the memory goes to the readers that keep up: a reader
+//       stuck far behind (a publisher while Kafka is down, a stopped
+//       processor) does not send everyone else to the disk. A group larger
+//       than the whole budget makes nobody give up anything.
 //   Otherwise the group is refused (the tail's reader finds the gap and
-//   reads it from the feed).
+//   reads it from the feed). Queues given up to make room may not free it
+//   all (their groups may be shared with the asking tail); the group is
+//   then refused too.
 //
 // Thread-safety: thread-safe. Admit() runs on the commit thread (in the
 //   tails' commit listeners), and calls GiveUpQueue() of other tails there,
 //   under the budget's lock, which Unregister() also takes: a tail that
-//   unregisters before it is destroyed is never called afterwards. Charges
-//   may be released on any thread.
+//   unregisters before it is destroyed is never called afterwards.
+//   REQUIRES: the tails of one budget listen to one store, so that one
+//   thread at a time calls Admit() (two commit threads could each hold a
+//   tail's lock and wait for the other's). Charges may be released on any
+//   thread.
 // Ownership: shared (std::shared_ptr) by the store and its tails; Charges
 //   keep what they release alive.
 #pragma once
@@ -46,14 +52,15 @@ namespace feedd {
 
 class CommitTailBudget {
  public:
-  // What a tail shows the budget.
+  // What a tail shows the budget. Both are read without the tail's lock:
+  // a moment's value is enough to pick whom to ask.
   class Holder {
    public:
     virtual ~Holder() = default;
-    // The LSN of the first record queued, 0 when the queue is empty. Read
-    // without the holder's lock: a moment's value is enough to pick whom
-    // to ask.
-    virtual Lsn QueueFront() const = 0;
+    // The LSN its reader takes next.
+    virtual Lsn ReaderPosition() const = 0;
+    // Whether its queue holds a group.
+    virtual bool HasQueue() const = 0;
     // Drops every queued group; the reader reads them from the feed.
     virtual void GiveUpQueue() = 0;
   };
@@ -70,10 +77,11 @@ class CommitTailBudget {
   void Unregister(Holder* holder);
 
   // The charge under which `holder` may queue `records`, or null when it
-  // may not (see above). `holder_front` is the holder's QueueFront() as it
-  // is under its lock. A group counts for its records as they sit in
-  // memory: each ChangeRecord and the strings it owns.
-  Charge Admit(const Holder* holder, Lsn holder_front, const CommittedChanges& records);
+  // may not (see above). `holder_position` and `holder_has_queue` are the
+  // holder's as they are under its lock. A group counts for its records as
+  // they sit in memory: each ChangeRecord and the strings it owns.
+  Charge Admit(const Holder* holder, Lsn holder_position, bool holder_has_queue,
+               const CommittedChanges& records);
 
   size_t max_bytes() const { return max_bytes_; }
   // Bytes of the groups queued now, each counted once.
@@ -91,8 +99,8 @@ class CommitTailBudget {
   std::vector<Holder*> holders_;  // GUARDED_BY(mutex_)
   // The group admitted last and its charge: the listeners of one group run
   // one after the other, so the next tail to ask for it finds it here.
-  const std::vector<ChangeRecord>* last_group_ = nullptr;  // GUARDED_BY(mutex_)
-  std::weak_ptr<const void> last_charge_;                  // GUARDED_BY(mutex_)
+  std::weak_ptr<const std::vector<ChangeRecord>> last_group_;  // GUARDED_BY(mutex_)
+  std::weak_ptr<const void> last_charge_;                      // GUARDED_BY(mutex_)
 };
 
 }  // namespace feedd

@@ -262,18 +262,18 @@ TEST_F(CommitChangeSourceTest, SourcesOfOneStoreCountTheGroupsTheyShareOnce) {
 // is down) gives its queue up to the readers that keep up, and then reads
 // the durable feed: the others stay in memory and nobody misses a record.
 TEST_F(CommitChangeSourceTest, AReaderStuckBehindGivesItsQueueUpToTheReadersThatKeepUp) {
-  auto budget = std::make_shared<CommitTailBudget>(4000);
+  auto budget = std::make_shared<CommitTailBudget>(8000);
   CommitChangeSource stuck(store_.get(), {"processor.stuck", budget});
   CommitChangeSource live(store_.get(), {"processor.live", budget});
   stuck.Seek(1);
   live.Seek(1);
   std::vector<ChangeRecord> live_got;
   std::vector<SharedChangeRecord> batch;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 120; ++i) {
     Post("p" + std::to_string(i));
-    // One queued group at most passes the budget, per reader.
-    EXPECT_LE(budget->used_bytes(), 4000u + 2 * 1000u);
-    if (i % 3 != 2) continue;  // `live` reads three groups at a time
+    // One group at most passes the budget, per reader.
+    EXPECT_LE(budget->used_bytes(), 8000u + 2 * 500u);
+    if (i % 10 != 9) continue;  // `live` reads ten groups at a time
     ASSERT_TRUE(live.NextBatch(100, &batch).ok());
     for (const SharedChangeRecord& r : batch) live_got.push_back(*r);
   }

@@ -13,24 +13,32 @@
 namespace feedd {
 namespace {
 
-// A queue of charged groups, as a CommitTail keeps one.
+// A queue of charged groups, as a CommitTail keeps one, and the position of
+// its reader.
 class FakeTail : public CommitTailBudget::Holder {
  public:
-  explicit FakeTail(CommitTailBudget* budget) : budget_(budget) { budget_->Register(this); }
+  FakeTail(CommitTailBudget* budget, Lsn position) : budget_(budget), position_(position) {
+    budget_->Register(this);
+  }
   ~FakeTail() override { budget_->Unregister(this); }
 
   // Queues `group` if the budget admits it.
   bool Offer(const CommittedChanges& group) {
-    CommitTailBudget::Charge charge = budget_->Admit(this, QueueFront(), group);
+    CommitTailBudget::Charge charge = budget_->Admit(this, position_, HasQueue(), group);
     if (!charge) return false;
     queue_.emplace_back(group, std::move(charge));
     return true;
   }
-  void PopFront() { queue_.erase(queue_.begin()); }
+  // The reader takes the first queued group.
+  void PopFront() {
+    position_ = queue_.front().first->back().lsn + 1;
+    queue_.erase(queue_.begin());
+  }
   size_t queued() const { return queue_.size(); }
   int gave_up() const { return gave_up_; }
 
-  Lsn QueueFront() const override { return queue_.empty() ? 0 : queue_.front().first->front().lsn; }
+  Lsn ReaderPosition() const override { return position_; }
+  bool HasQueue() const override { return !queue_.empty(); }
   void GiveUpQueue() override {
     queue_.clear();
     ++gave_up_;
@@ -38,6 +46,7 @@ class FakeTail : public CommitTailBudget::Holder {
 
  private:
   CommitTailBudget* const budget_;
+  Lsn position_;
   std::vector<std::pair<CommittedChanges, CommitTailBudget::Charge>> queue_;
   int gave_up_ = 0;
 };
@@ -56,7 +65,7 @@ CommittedChanges Group(Lsn lsn, size_t envelope_bytes = 1000) {
 // What one Group() counts for.
 size_t GroupBytes() {
   CommitTailBudget probe(1 << 20);
-  FakeTail tail(&probe);
+  FakeTail tail(&probe, 1);
   EXPECT_TRUE(tail.Offer(Group(1)));
   return probe.used_bytes();
 }
@@ -65,7 +74,7 @@ TEST(CommitTailBudgetTest, AGroupQueuedByEveryTailCountsOnceUntilTheLastDropsIt)
   const size_t bytes = GroupBytes();
   ASSERT_GT(bytes, 1000u);
   CommitTailBudget budget(10 * bytes);
-  FakeTail a(&budget), b(&budget), c(&budget);
+  FakeTail a(&budget, 1), b(&budget, 1), c(&budget, 1);
   CommittedChanges group = Group(1);
   ASSERT_TRUE(a.Offer(group));
   ASSERT_TRUE(b.Offer(group));
@@ -82,7 +91,7 @@ TEST(CommitTailBudgetTest, AGroupQueuedByEveryTailCountsOnceUntilTheLastDropsIt)
 TEST(CommitTailBudgetTest, AGroupAnotherTailHoldsIsAdmittedEvenWithTheBudgetSpent) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(2 * bytes);
-  FakeTail a(&budget), b(&budget);
+  FakeTail a(&budget, 2), b(&budget, 1);
   ASSERT_TRUE(b.Offer(Group(1)));
   CommittedChanges shared = Group(2);
   ASSERT_TRUE(a.Offer(shared));  // an empty queue: admitted
@@ -93,13 +102,26 @@ TEST(CommitTailBudgetTest, AGroupAnotherTailHoldsIsAdmittedEvenWithTheBudgetSpen
   EXPECT_EQ(a.gave_up() + b.gave_up(), 0);
 }
 
+// Tails with empty queues that take the same group past the budget share
+// it too: it is held once.
+TEST(CommitTailBudgetTest, AGroupTakenPastTheBudgetByEmptyQueuesCountsOnce) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(bytes);
+  FakeTail full(&budget, 1), a(&budget, 2), b(&budget, 2);
+  ASSERT_TRUE(full.Offer(Group(1)));
+  CommittedChanges group = Group(2);
+  ASSERT_TRUE(a.Offer(group));
+  ASSERT_TRUE(b.Offer(group));
+  EXPECT_EQ(budget.used_bytes(), 2 * bytes);
+}
+
 // A group that a tail keeping up queued past the budget is not free for a
 // tail behind: once the first drops it, it would cost on, and a reader that
 // never catches up would grow its queue without bound.
 TEST(CommitTailBudgetTest, AGroupQueuedPastTheBudgetIsNotFreeForATailBehind) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(2 * bytes);
-  FakeTail behind(&budget), keeping_up(&budget);
+  FakeTail behind(&budget, 1), keeping_up(&budget, 3);
   ASSERT_TRUE(behind.Offer(Group(1)));
   ASSERT_TRUE(behind.Offer(Group(2)));
   for (Lsn lsn = 3; lsn <= 10; ++lsn) {
@@ -115,21 +137,21 @@ TEST(CommitTailBudgetTest, AGroupQueuedPastTheBudgetIsNotFreeForATailBehind) {
 TEST(CommitTailBudgetTest, AFullBudgetRefusesATailWithAQueueButNeverOneWithout) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(2 * bytes);
-  FakeTail tail(&budget);
+  FakeTail tail(&budget, 1);
   EXPECT_TRUE(tail.Offer(Group(1)));
   EXPECT_TRUE(tail.Offer(Group(2)));
   EXPECT_FALSE(tail.Offer(Group(3)));
   EXPECT_EQ(budget.used_bytes(), 2 * bytes);
-  FakeTail empty(&budget);
+  FakeTail empty(&budget, 3);
   EXPECT_TRUE(empty.Offer(Group(3)));  // passes the budget by one group
   EXPECT_EQ(budget.used_bytes(), 3 * bytes);
-  EXPECT_EQ(tail.gave_up(), 0);  // `empty` is ahead of nobody
+  EXPECT_EQ(tail.gave_up(), 0);  // an empty queue asks nobody
 }
 
 TEST(CommitTailBudgetTest, TheTailsFurthestBehindGiveUpTheirQueuesOldestFirst) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(4 * bytes);
-  FakeTail oldest(&budget), older(&budget), ahead(&budget);
+  FakeTail oldest(&budget, 1), older(&budget, 3), ahead(&budget, 4);
   ASSERT_TRUE(oldest.Offer(Group(1)));
   ASSERT_TRUE(oldest.Offer(Group(2)));
   ASSERT_TRUE(older.Offer(Group(3)));
@@ -146,12 +168,32 @@ TEST(CommitTailBudgetTest, TheTailsFurthestBehindGiveUpTheirQueuesOldestFirst) {
   EXPECT_EQ(budget.used_bytes(), 3 * bytes);
 }
 
+// Behind is where the reader is, not where its queue starts: a reader that
+// gave its queue up and queued the next group has a queue that starts
+// ahead of everyone's, and it is still the one furthest behind.
+TEST(CommitTailBudgetTest, TheTailBehindIsTheOneWhoseReaderIsBehindWhereverItsQueueStarts) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(2 * bytes);
+  FakeTail stuck(&budget, 1), live(&budget, 4);
+  ASSERT_TRUE(live.Offer(Group(4)));
+  CommittedChanges fifth = Group(5);
+  ASSERT_TRUE(live.Offer(fifth));
+  ASSERT_TRUE(stuck.Offer(fifth));  // after a gap: LSNs 1-4 from the feed
+  ASSERT_EQ(budget.used_bytes(), 2 * bytes);
+  live.PopFront();
+  live.PopFront();                    // the fifth is the stuck reader's alone now
+  ASSERT_TRUE(live.Offer(Group(6)));  // an empty queue: admitted
+  EXPECT_TRUE(live.Offer(Group(7)));
+  EXPECT_EQ(stuck.gave_up(), 1);
+  EXPECT_EQ(live.gave_up(), 0);
+}
+
 // The tail furthest behind is refused rather than taking the memory of
 // the tails ahead of it.
 TEST(CommitTailBudgetTest, TheTailFurthestBehindIsRefusedAndNobodyGivesUp) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(2 * bytes);
-  FakeTail behind(&budget), ahead(&budget);
+  FakeTail behind(&budget, 1), ahead(&budget, 2);
   ASSERT_TRUE(behind.Offer(Group(1)));
   ASSERT_TRUE(ahead.Offer(Group(2)));
   EXPECT_FALSE(behind.Offer(Group(3)));
@@ -160,20 +202,29 @@ TEST(CommitTailBudgetTest, TheTailFurthestBehindIsRefusedAndNobodyGivesUp) {
   EXPECT_EQ(budget.queues_given_up(), 0u);
 }
 
-// A tail gone from the budget is not asked again.
+// A group that no room could hold costs nobody a queue.
+TEST(CommitTailBudgetTest, AGroupLargerThanTheBudgetMakesNobodyGiveUp) {
+  const size_t bytes = GroupBytes();
+  CommitTailBudget budget(3 * bytes);
+  FakeTail behind(&budget, 1), ahead(&budget, 2);
+  ASSERT_TRUE(behind.Offer(Group(1)));
+  ASSERT_TRUE(ahead.Offer(Group(2)));
+  EXPECT_FALSE(ahead.Offer(Group(3, 4 * bytes)));
+  EXPECT_EQ(behind.gave_up(), 0);
+  EXPECT_EQ(behind.queued(), 1u);
+}
+
+// A tail out of the budget is not asked, though its queue would make room.
 TEST(CommitTailBudgetTest, AnUnregisteredTailIsNeverAskedToGiveUp) {
   const size_t bytes = GroupBytes();
   CommitTailBudget budget(2 * bytes);
-  auto gone = std::make_unique<FakeTail>(&budget);
-  FakeTail ahead(&budget);
-  CommittedChanges kept = Group(1);
-  ASSERT_TRUE(gone->Offer(kept));
+  FakeTail leaving(&budget, 1), ahead(&budget, 2);
+  ASSERT_TRUE(leaving.Offer(Group(1)));
   ASSERT_TRUE(ahead.Offer(Group(2)));
-  gone.reset();  // its group's charge went with it
-  EXPECT_EQ(budget.used_bytes(), bytes);
-  EXPECT_TRUE(ahead.Offer(Group(3)));
-  EXPECT_FALSE(ahead.Offer(Group(4)));
-  EXPECT_EQ(budget.queues_given_up(), 0u);
+  budget.Unregister(&leaving);
+  EXPECT_FALSE(ahead.Offer(Group(3)));
+  EXPECT_EQ(leaving.gave_up(), 0);
+  EXPECT_EQ(leaving.queued(), 1u);
 }
 
 }  // namespace
