@@ -169,23 +169,21 @@ TEST(CommitTailBudgetTest, TheTailsFurthestBehindGiveUpTheirQueuesOldestFirst) {
 }
 
 // Behind is where the reader is, not where its queue starts: a reader that
-// gave its queue up and queued the next group has a queue that starts
-// ahead of everyone's, and it is still the one furthest behind.
+// skipped to the newest group (its queue given up, or refused while it held
+// one) has a queue that starts ahead of the others', and it is still the
+// one furthest behind.
 TEST(CommitTailBudgetTest, TheTailBehindIsTheOneWhoseReaderIsBehindWhereverItsQueueStarts) {
   const size_t bytes = GroupBytes();
-  CommitTailBudget budget(2 * bytes);
+  CommitTailBudget budget(3 * bytes);
   FakeTail stuck(&budget, 1), live(&budget, 4);
   ASSERT_TRUE(live.Offer(Group(4)));
-  CommittedChanges fifth = Group(5);
-  ASSERT_TRUE(live.Offer(fifth));
-  ASSERT_TRUE(stuck.Offer(fifth));  // after a gap: LSNs 1-4 from the feed
-  ASSERT_EQ(budget.used_bytes(), 2 * bytes);
-  live.PopFront();
-  live.PopFront();                    // the fifth is the stuck reader's alone now
-  ASSERT_TRUE(live.Offer(Group(6)));  // an empty queue: admitted
-  EXPECT_TRUE(live.Offer(Group(7)));
+  CommittedChanges large = Group(5, 4 * bytes);
+  ASSERT_FALSE(live.Offer(large));  // larger than the budget, and `live` holds a group
+  ASSERT_TRUE(stuck.Offer(large));  // an empty queue; LSNs 1-4 come from the feed
+  EXPECT_TRUE(live.Offer(Group(6)));
   EXPECT_EQ(stuck.gave_up(), 1);
   EXPECT_EQ(live.gave_up(), 0);
+  EXPECT_EQ(live.queued(), 2u);
 }
 
 // The tail furthest behind is refused rather than taking the memory of
