@@ -83,7 +83,6 @@ class CommitTailBudget {
   Charge Admit(const Holder* holder, Lsn holder_position, bool holder_has_queue,
                const CommittedChanges& records);
 
-  size_t max_bytes() const { return max_bytes_; }
   // Bytes of the groups queued now, each counted once.
   size_t used_bytes() const { return used_->load(); }
   // Queues given up so that a tail further ahead could queue a group.

@@ -4,6 +4,7 @@
 
 #include "storage/change_feed.h"
 #include "storage/commit_pipeline.h"
+#include "storage/commit_tail_budget.h"
 #include "storage/key_format.h"
 #include "storage/query_engine.h"
 #include "storage/rocks_database.h"

@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "storage/change_record.h"
-#include "storage/commit_tail_budget.h"
 #include "storage/container_spec.h"
 #include "storage/query.h"
 #include "storage/store_options.h"
@@ -43,6 +42,8 @@
 #include "util/status.h"
 
 namespace feedd {
+
+class CommitTailBudget;  // storage/commit_tail_budget.h
 
 struct ConsumerWatermark {
   std::string name;

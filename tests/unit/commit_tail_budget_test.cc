@@ -186,43 +186,44 @@ TEST(CommitTailBudgetTest, TheTailBehindIsTheOneWhoseReaderIsBehindWhereverItsQu
   EXPECT_EQ(live.queued(), 2u);
 }
 
+// A tail whose reader is at LSN 1 and one whose reader is at LSN 2, each
+// holding its own group, under a budget of `groups` Group()s.
+struct BehindAndAhead {
+  explicit BehindAndAhead(size_t groups)
+      : bytes(GroupBytes()), budget(groups * bytes), behind(&budget, 1), ahead(&budget, 2) {
+    EXPECT_TRUE(behind.Offer(Group(1)));
+    EXPECT_TRUE(ahead.Offer(Group(2)));
+  }
+  const size_t bytes;
+  CommitTailBudget budget;
+  FakeTail behind, ahead;
+};
+
 // The tail furthest behind is refused rather than taking the memory of
 // the tails ahead of it.
 TEST(CommitTailBudgetTest, TheTailFurthestBehindIsRefusedAndNobodyGivesUp) {
-  const size_t bytes = GroupBytes();
-  CommitTailBudget budget(2 * bytes);
-  FakeTail behind(&budget, 1), ahead(&budget, 2);
-  ASSERT_TRUE(behind.Offer(Group(1)));
-  ASSERT_TRUE(ahead.Offer(Group(2)));
-  EXPECT_FALSE(behind.Offer(Group(3)));
-  EXPECT_EQ(ahead.gave_up(), 0);
-  EXPECT_EQ(ahead.queued(), 1u);
-  EXPECT_EQ(budget.queues_given_up(), 0u);
+  BehindAndAhead tails(2);
+  EXPECT_FALSE(tails.behind.Offer(Group(3)));
+  EXPECT_EQ(tails.ahead.gave_up(), 0);
+  EXPECT_EQ(tails.ahead.queued(), 1u);
+  EXPECT_EQ(tails.budget.queues_given_up(), 0u);
 }
 
 // A group that no room could hold costs nobody a queue.
 TEST(CommitTailBudgetTest, AGroupLargerThanTheBudgetMakesNobodyGiveUp) {
-  const size_t bytes = GroupBytes();
-  CommitTailBudget budget(3 * bytes);
-  FakeTail behind(&budget, 1), ahead(&budget, 2);
-  ASSERT_TRUE(behind.Offer(Group(1)));
-  ASSERT_TRUE(ahead.Offer(Group(2)));
-  EXPECT_FALSE(ahead.Offer(Group(3, 4 * bytes)));
-  EXPECT_EQ(behind.gave_up(), 0);
-  EXPECT_EQ(behind.queued(), 1u);
+  BehindAndAhead tails(3);
+  EXPECT_FALSE(tails.ahead.Offer(Group(3, 4 * tails.bytes)));
+  EXPECT_EQ(tails.behind.gave_up(), 0);
+  EXPECT_EQ(tails.behind.queued(), 1u);
 }
 
 // A tail out of the budget is not asked, though its queue would make room.
 TEST(CommitTailBudgetTest, AnUnregisteredTailIsNeverAskedToGiveUp) {
-  const size_t bytes = GroupBytes();
-  CommitTailBudget budget(2 * bytes);
-  FakeTail leaving(&budget, 1), ahead(&budget, 2);
-  ASSERT_TRUE(leaving.Offer(Group(1)));
-  ASSERT_TRUE(ahead.Offer(Group(2)));
-  budget.Unregister(&leaving);
-  EXPECT_FALSE(ahead.Offer(Group(3)));
-  EXPECT_EQ(leaving.gave_up(), 0);
-  EXPECT_EQ(leaving.queued(), 1u);
+  BehindAndAhead tails(2);
+  tails.budget.Unregister(&tails.behind);
+  EXPECT_FALSE(tails.ahead.Offer(Group(3)));
+  EXPECT_EQ(tails.behind.gave_up(), 0);
+  EXPECT_EQ(tails.behind.queued(), 1u);
 }
 
 }  // namespace
