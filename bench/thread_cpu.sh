@@ -16,6 +16,11 @@
 # p99, the mean WAL sync (feedd_storage_wal_sync_duration_seconds), the mean
 # requests per group commit (feedd_storage_commit_group_requests) and how
 # busy the box's cores were (/proc/stat: 1.0 is every core busy).
+# And where a write's time went in the daemon, as means: from its parsed
+# request to its answer (feedd_http_request_duration_seconds, the write
+# routes), waiting in the commit queue for the groups before it
+# (feedd_storage_commit_queue_wait_seconds, view writes included) and its
+# group's RocksDB write and fsync (feedd_storage_commit_duration_seconds).
 # It also prints the WAL syncs per request (a write with views costs one at
 # one connection: storage.idle_sync_delay_ms) and the run's p50.
 # With COUNT=switches it counts voluntary context switches per write instead
@@ -89,6 +94,14 @@ syncs = delta("feedd_storage_wal_sync_duration_seconds_count")
 sync_s = delta("feedd_storage_wal_sync_duration_seconds_sum")
 group_commits = delta("feedd_storage_commit_group_requests_count")
 requests = delta("feedd_storage_commit_group_requests_sum")
+def mean_us(family, match=lambda labels: True):  # of a histogram over the run
+    n = s = 0.0
+    for (name, labels) in m1:
+        if name == family + "_count" and match(dict(labels)):
+            n += delta(name, labels)
+            s += delta(family + "_sum", labels)
+    return round(s / n * 1e6) if n else None
+writing = lambda labels: labels.get("method") in ("POST", "PUT", "PATCH", "DELETE")
 def jiffies(f):  # busy, total: cpu user nice system idle iowait irq softirq steal
     v = [int(x) for x in open(f).read().split()[1:9]]
     return sum(v) - v[3] - v[4], sum(v)
@@ -99,6 +112,9 @@ print(json.dumps({"req_per_s": round(r["req_per_s"]), "p50_ms": r.get("p50_ms"),
                   "wal_files": {s: round(delta("feedd_storage_wal_files_total", frozenset({("start", s)})))
                                 for s in ("recycled", "new")},
                   "requests_per_group": round(requests / group_commits, 2) if group_commits else None,
+                  "server_mean_us": mean_us("feedd_http_request_duration_seconds", writing),
+                  "queue_wait_mean_us": mean_us("feedd_storage_commit_queue_wait_seconds"),
+                  "commit_mean_us": mean_us("feedd_storage_commit_duration_seconds"),
                   "box_busy": round((b1 - b0) / (a1 - a0), 3) if a1 > a0 else None,
                   name + "_per_write": round(tot * per_tick / writes, 4),
                   "disk_kib_per_write": round(disk / 1024 / writes, 2),

@@ -178,6 +178,7 @@ int OpenStore(const DaemonConfig& config, CommitProbe& commit_probe,
   StoreOptions store_options = config.store;
   store_options.on_group_commit = commit_probe.Observer();
   store_options.on_wal_sync = commit_probe.WalSyncObserver();
+  store_options.on_queue_wait = commit_probe.QueueWaitObserver();
   Result<std::unique_ptr<DocumentStore>> opened = DocumentStore::Open(store_options);
   if (!opened.ok()) {
     FEEDD_LOG(kError, "main") << "cannot open the store in " << config.store.data_dir << ": "

@@ -135,6 +135,7 @@ class CommitPipeline {
     // ImportBatch::sync says. A group is synced when one of them needs it.
     bool sync = true;
     ImportCallback import_done;
+    std::chrono::steady_clock::time_point queued;  // when Enqueue() took it
   };
   // Answers every request of `pending` with `status`.
   static void Fail(Pending& pending, const Status& status);
@@ -144,6 +145,9 @@ class CommitPipeline {
   class GroupBuilder;
 
   void Run();
+  // Commit thread: reports how long the writes of `group` waited in the
+  // queue (StoreOptions::on_queue_wait).
+  void ReportQueueWaits(const std::vector<Pending>& group);
   void CommitGroup(std::vector<Pending>& group);
   // Commit thread: hands the change records of the groups written without
   // an fsync to the listeners and advances the head over them, once the
@@ -196,7 +200,8 @@ class CommitPipeline {
   bool has_unsynced_ = false;
   // Commit thread only: when the oldest of unsynced_ was written.
   std::chrono::steady_clock::time_point unsynced_since_;
-  uint64_t last_ts_ms_ = 0;  // commit thread only
+  uint64_t last_ts_ms_ = 0;          // commit thread only
+  std::vector<double> queue_waits_;  // commit thread only: for on_queue_wait
   // Commit thread only: column family handles by id (SortedByKey).
   std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
   // Commit thread only: an import group's batch of items and index entries,

@@ -1,5 +1,8 @@
 #include "storage/commit_probe.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace feedd {
 namespace {
 
@@ -9,6 +12,11 @@ const prometheus::Histogram::BucketBoundaries kCommitSeconds = {
 // The disk's own: seconds-long syncs happen on a busy shared disk.
 const prometheus::Histogram::BucketBoundaries kWalSyncSeconds = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5};
+
+// A write waits for the groups before it: about one commit, or several
+// when the commit thread falls behind.
+const prometheus::Histogram::BucketBoundaries kQueueWaitSeconds = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
 
 }  // namespace
 
@@ -27,7 +35,14 @@ CommitProbe::CommitProbe(prometheus::Registry& registry)
                             .Name("feedd_storage_wal_sync_duration_seconds")
                             .Help("One sync (fdatasync) of RocksDB's write-ahead log")
                             .Register(registry)
-                            .Add({}, kWalSyncSeconds)) {}
+                            .Add({}, kWalSyncSeconds)),
+      queue_wait_seconds_(
+          prometheus::BuildHistogram()
+              .Name("feedd_storage_commit_queue_wait_seconds")
+              .Help("Time a write (a client's request or a processor's view write) waited in the "
+                    "commit queue for the groups before it")
+              .Register(registry)
+              .Add({}, kQueueWaitSeconds)) {}
 
 std::function<void(size_t, double)> CommitProbe::Observer() {
   return [this](size_t requests, double seconds) {
@@ -38,6 +53,20 @@ std::function<void(size_t, double)> CommitProbe::Observer() {
 
 std::function<void(double)> CommitProbe::WalSyncObserver() {
   return [this](double seconds) { wal_sync_seconds_.Observe(seconds); };
+}
+
+std::function<void(std::span<const double>)> CommitProbe::QueueWaitObserver() {
+  return [this](std::span<const double> waits) {
+    // Buckets as Histogram::Observe() picks them: the first bound >= the value.
+    std::vector<double> increments(kQueueWaitSeconds.size() + 1, 0);
+    double sum = 0;
+    for (double wait : waits) {
+      const auto bound = std::lower_bound(kQueueWaitSeconds.begin(), kQueueWaitSeconds.end(), wait);
+      increments[bound - kQueueWaitSeconds.begin()] += 1;
+      sum += wait;
+    }
+    queue_wait_seconds_.ObserveMultiple(increments, sum);
+  };
 }
 
 }  // namespace feedd

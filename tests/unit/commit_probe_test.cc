@@ -47,6 +47,7 @@ void WriteTwoUsers(CommitProbe& probe, const std::string& dir, bool sync) {
   o.sync = sync;
   o.on_group_commit = probe.Observer();
   o.on_wal_sync = probe.WalSyncObserver();
+  o.on_queue_wait = probe.QueueWaitObserver();
   auto store = DocumentStore::Open(o);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   for (const char* id : {"u1", "u2"}) {
@@ -83,6 +84,31 @@ TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
   EXPECT_EQ(Bounds(*groups), (std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, inf}));
   EXPECT_EQ(Bounds(*seconds), (std::vector<double>{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                    0.01, 0.025, 0.05, 0.1, 0.25, 1, inf}));
+  // Each write waited in the commit queue once.
+  const auto* waits = Histogram(families, "feedd_storage_commit_queue_wait_seconds");
+  ASSERT_NE(waits, nullptr);
+  EXPECT_EQ(waits->sample_count, 2u);
+}
+
+// The waits of a group, observed at once, land where Observe() would put
+// each: in the first bucket whose bound is at least the wait.
+TEST(CommitProbeTest, PutsEachQueueWaitInItsBucket) {
+  prometheus::Registry registry;
+  CommitProbe probe(registry);
+  const std::vector<double> waits = {0.00003, 0.0003, 0.001, 0.001, 2.0};
+  probe.QueueWaitObserver()(waits);
+
+  const std::vector<MetricFamily> families = registry.Collect();
+  const auto* h = Histogram(families, "feedd_storage_commit_queue_wait_seconds");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->sample_count, 5u);
+  EXPECT_DOUBLE_EQ(h->sample_sum, 2.00233);
+  const double inf = std::numeric_limits<double>::infinity();
+  ASSERT_EQ(Bounds(*h), (std::vector<double>{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                             0.01, 0.025, 0.05, 0.1, 0.25, 1, inf}));
+  std::vector<uint64_t> cumulative;
+  for (const auto& b : h->bucket) cumulative.push_back(b.cumulative_count);
+  EXPECT_EQ(cumulative, (std::vector<uint64_t>{1, 1, 1, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5}));
 }
 
 // With storage.sync every acknowledged write synced the WAL first.

@@ -8,6 +8,9 @@
 // - It records, for every file opened for writing, how many bytes were
 //   appended and how many of them a Sync()/Fsync() has made durable;
 //   UnsyncedWalBytes() is what the WALs hold that no sync covered yet.
+// - HoldWalSyncs() makes every later sync of a write-ahead log wait, before
+//   it syncs (or fails), until ReleaseWalSyncs(); WaitForHeldWalSync()
+//   returns once one waits: a write stopped in its fsync.
 // - PowerCut() makes every later write, sync, open for writing, rename and
 //   delete fail, as if the machine had stopped: nothing more reaches the
 //   disk. DropUnsyncedData() then truncates every file to what was synced
@@ -31,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +59,22 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   void FailWalSyncs(int n) { wal_sync_failures_ = n; }
   int wal_appends_failed() const { return wal_appends_failed_.load(); }
   int wal_syncs_failed() const { return wal_syncs_failed_.load(); }
+
+  void HoldWalSyncs() {
+    std::lock_guard<std::mutex> lock(hold_mutex_);
+    holding_ = true;
+  }
+  void ReleaseWalSyncs() {
+    {
+      std::lock_guard<std::mutex> lock(hold_mutex_);
+      holding_ = false;
+    }
+    hold_changed_.notify_all();
+  }
+  void WaitForHeldWalSync() {
+    std::unique_lock<std::mutex> lock(hold_mutex_);
+    hold_changed_.wait(lock, [this] { return held_ > 0; });
+  }
 
   void PowerCut() { powered_ = false; }
   void Restore() { powered_ = true; }
@@ -221,6 +241,15 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   // appended before it is durable.
   template <typename SyncFn>
   rocksdb::IOStatus Synced(const std::string& path, SyncFn sync) {
+    if (IsWalFile(path)) {
+      std::unique_lock<std::mutex> lock(hold_mutex_);
+      if (holding_) {
+        ++held_;
+        hold_changed_.notify_all();
+        hold_changed_.wait(lock, [this] { return !holding_; });
+        --held_;
+      }
+    }
     if (!powered_) return PoweredOff(path);
     if (Take(path, &wal_sync_failures_, &wal_syncs_failed_)) {
       return rocksdb::IOStatus::IOError("FaultInjectionFileSystem: injected sync failure", path);
@@ -307,6 +336,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int> wal_syncs_failed_{0};
   mutable std::mutex mutex_;
   std::map<std::string, FileState> files_;  // GUARDED_BY(mutex_)
+  std::mutex hold_mutex_;
+  std::condition_variable hold_changed_;
+  bool holding_ = false;  // GUARDED_BY(hold_mutex_)
+  int held_ = 0;          // GUARDED_BY(hold_mutex_): syncs waiting
 };
 
 }  // namespace feedd::testutil

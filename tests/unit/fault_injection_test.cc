@@ -7,6 +7,7 @@
 //   is ever read back;
 // - with storage.sync on, no write is acknowledged before the WAL holding
 //   it is synced;
+// - a write waiting behind a group in its fsync reports its wait;
 // - after a power cut, a restart on what was synced loses no acknowledged
 //   write, and the feed stays contiguous with every item's change record.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -277,6 +279,35 @@ TEST_F(FaultInjectionTest, WithoutSyncWritesAreAcknowledgedBeforeTheirWalIsSynce
   std::atomic<bool> stop{false};
   acks.Run(1, 20, &stop);
   EXPECT_EQ(acks.unsynced_at_ack(), 20);
+}
+
+// A write queued while the group before it is in its fsync reports, as its
+// wait in the commit queue (StoreOptions::on_queue_wait), at least the time
+// it spent there: from its Submit() to the end of that fsync.
+TEST_F(FaultInjectionTest, AWriteQueuedBehindAnFsyncReportsItsWait) {
+  std::mutex mutex;
+  std::vector<double> waits;  // GUARDED_BY(mutex)
+  StoreOptions options = Options();
+  options.on_queue_wait = [&](std::span<const double> group) {
+    std::lock_guard<std::mutex> lock(mutex);
+    waits.insert(waits.end(), group.begin(), group.end());
+  };
+  ASSERT_NO_FATAL_FAILURE(Open(options));
+  fs_->HoldWalSyncs();
+  std::promise<WriteResult> first, second;
+  store_->Submit(UpsertRequest(store_.get(), "a"),
+                 [&](const WriteResult& r) { first.set_value(r); });
+  fs_->WaitForHeldWalSync();  // "a" is in its fsync
+  store_->Submit(UpsertRequest(store_.get(), "b"),
+                 [&](const WriteResult& r) { second.set_value(r); });
+  const auto queued_by = std::chrono::steady_clock::now();
+  fs_->ReleaseWalSyncs();
+  const auto released = std::chrono::steady_clock::now();
+  EXPECT_TRUE(IsOk(first.get_future().get().status));
+  EXPECT_TRUE(IsOk(second.get_future().get().status));
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_GE(waits[1], std::chrono::duration<double>(released - queued_by).count());
 }
 
 // Writes from four threads; the power goes while they run. Every write
