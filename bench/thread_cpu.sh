@@ -20,7 +20,9 @@
 # request to its answer (feedd_http_request_duration_seconds, the write
 # routes), waiting in the commit queue for the groups before it
 # (feedd_storage_commit_queue_wait_seconds, view writes included) and its
-# group's RocksDB write and fsync (feedd_storage_commit_duration_seconds).
+# group's RocksDB write and fsync (feedd_storage_commit_duration_seconds),
+# and how long work handed to an I/O thread (a write's completion, among
+# others) waited for it (feedd_http_hand_over_wait_seconds).
 # It also prints the WAL syncs per request (a write with views costs one at
 # one connection: storage.idle_sync_delay_ms) and the run's p50.
 # With COUNT=switches it counts voluntary context switches per write instead
@@ -115,6 +117,7 @@ print(json.dumps({"req_per_s": round(r["req_per_s"]), "p50_ms": r.get("p50_ms"),
                   "server_mean_us": mean_us("feedd_http_request_duration_seconds", writing),
                   "queue_wait_mean_us": mean_us("feedd_storage_commit_queue_wait_seconds"),
                   "commit_mean_us": mean_us("feedd_storage_commit_duration_seconds"),
+                  "hand_over_mean_us": mean_us("feedd_http_hand_over_wait_seconds"),
                   "box_busy": round((b1 - b0) / (a1 - a0), 3) if a1 > a0 else None,
                   name + "_per_write": round(tot * per_tick / writes, 4),
                   "disk_kib_per_write": round(disk / 1024 / writes, 2),

@@ -102,6 +102,13 @@ HttpProbe::HttpProbe(prometheus::Registry& registry)
                                   "http.max_buffered_bytes (503) or a transfer coding other "
                                   "than chunked (501/400)")
                             .Register(registry)),
+      hand_over_wait_(prometheus::BuildHistogram()
+                          .Name("feedd_http_hand_over_wait_seconds")
+                          .Help("Time work handed to a connection's I/O thread from elsewhere "
+                                "(a write's completion, a released read, a response) waited "
+                                "for that thread")
+                          .Register(registry)
+                          .Add({}, LatencyBuckets())),
       auth_failures_(prometheus::BuildCounter()
                          .Name("feedd_http_auth_failures_total")
                          .Help("Requests refused by authentication (auth.tokens_file): no "

@@ -41,6 +41,7 @@ class HttpProbe : public HttpServerObserver, public AuthObserver {
     buffered_bytes_.Increment(static_cast<double>(delta));
   }
   void RequestRefused(std::string_view reason) override;
+  void HandOverWaited(double seconds) override { hand_over_wait_.Observe(seconds); }
 
   // AuthObserver
   void AuthFailed(std::string_view reason) override;
@@ -55,6 +56,7 @@ class HttpProbe : public HttpServerObserver, public AuthObserver {
   prometheus::Family<prometheus::Counter>& connections_rejected_;
   prometheus::Gauge& buffered_bytes_;
   prometheus::Family<prometheus::Counter>& requests_refused_;
+  prometheus::Histogram& hand_over_wait_;
   prometheus::Family<prometheus::Counter>& auth_failures_;
 };
 

@@ -54,6 +54,10 @@ constexpr int kLogIntervalSeconds = 10;  // for repeated warnings
 
 class SessionBase;
 
+double SecondsSince(std::chrono::steady_clock::time_point then) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - then).count();
+}
+
 class NoObserver : public HttpServerObserver {
  public:
   void ConnectionsChanged(int64_t) override {}
@@ -201,7 +205,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
   void Deliver(HttpResponse response) override {
     if (state_->stopped) return;
     asio::post(stream_.get_executor(),
-               [self = shared_from_this(), response = std::move(response)]() mutable {
+               [self = shared_from_this(), handed = std::chrono::steady_clock::now(),
+                response = std::move(response)]() mutable {
+                 self->state_->observer->HandOverWaited(SecondsSince(handed));
                  self->Write(std::move(response), /*linger=*/false);
                });
   }
@@ -214,7 +220,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
 
   void Post(std::function<void()> work) override {
     if (state_->stopped) return;
-    asio::post(stream_.get_executor(), std::move(work));
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), handed = std::chrono::steady_clock::now(),
+                work = std::move(work)] {
+                 self->state_->observer->HandOverWaited(SecondsSince(handed));
+                 work();
+               });
   }
 
   // The server is stopping: close the connection now if it is idle.

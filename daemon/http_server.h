@@ -95,6 +95,10 @@ class HttpServerObserver {
   // A request was refused by the server itself: "max_buffered_bytes" or
   // "transfer_coding".
   virtual void RequestRefused(std::string_view reason) = 0;
+  // Work handed to a connection's I/O thread (ResponseSink::Post() or
+  // Deliver(): a write's completion, a read its X-Feedd-Min-Lsn wait
+  // released, a response) waited `seconds` for that thread to run it.
+  virtual void HandOverWaited(double seconds) { (void)seconds; }
 };
 
 struct HttpServerOptions {
