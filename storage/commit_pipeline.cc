@@ -811,7 +811,7 @@ void CommitPipeline::Enqueue(Pending pending) {
   Status refused;
   if (space_ != nullptr && Writes(pending)) refused = space_->Admit();
   if (refused.ok()) {
-    pending.queued = std::chrono::steady_clock::now();
+    if (options_.on_queue_wait) pending.queued = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
       refused = Status(ErrorCode::kUnavailable, "the store is shutting down");
@@ -914,11 +914,9 @@ void CommitPipeline::Run() {
 void CommitPipeline::ReportQueueWaits(const std::vector<Pending>& group) {
   if (!options_.on_queue_wait || group.front().is_import) return;
   const auto now = std::chrono::steady_clock::now();
-  queue_waits_.clear();
   for (const Pending& pending : group) {
-    queue_waits_.push_back(std::chrono::duration<double>(now - pending.queued).count());
+    options_.on_queue_wait(std::chrono::duration<double>(now - pending.queued).count());
   }
-  options_.on_queue_wait(queue_waits_);
 }
 
 void CommitPipeline::TryRecover() {

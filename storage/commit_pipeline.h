@@ -135,7 +135,8 @@ class CommitPipeline {
     // ImportBatch::sync says. A group is synced when one of them needs it.
     bool sync = true;
     ImportCallback import_done;
-    std::chrono::steady_clock::time_point queued;  // when Enqueue() took it
+    // When Enqueue() took it (only with StoreOptions::on_queue_wait).
+    std::chrono::steady_clock::time_point queued;
   };
   // Answers every request of `pending` with `status`.
   static void Fail(Pending& pending, const Status& status);
@@ -200,8 +201,7 @@ class CommitPipeline {
   bool has_unsynced_ = false;
   // Commit thread only: when the oldest of unsynced_ was written.
   std::chrono::steady_clock::time_point unsynced_since_;
-  uint64_t last_ts_ms_ = 0;          // commit thread only
-  std::vector<double> queue_waits_;  // commit thread only: for on_queue_wait
+  uint64_t last_ts_ms_ = 0;  // commit thread only
   // Commit thread only: column family handles by id (SortedByKey).
   std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_handles_;
   // Commit thread only: an import group's batch of items and index entries,

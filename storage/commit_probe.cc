@@ -1,8 +1,5 @@
 #include "storage/commit_probe.h"
 
-#include <algorithm>
-#include <vector>
-
 namespace feedd {
 namespace {
 
@@ -55,18 +52,8 @@ std::function<void(double)> CommitProbe::WalSyncObserver() {
   return [this](double seconds) { wal_sync_seconds_.Observe(seconds); };
 }
 
-std::function<void(std::span<const double>)> CommitProbe::QueueWaitObserver() {
-  return [this](std::span<const double> waits) {
-    // Buckets as Histogram::Observe() picks them: the first bound >= the value.
-    std::vector<double> increments(kQueueWaitSeconds.size() + 1, 0);
-    double sum = 0;
-    for (double wait : waits) {
-      const auto bound = std::lower_bound(kQueueWaitSeconds.begin(), kQueueWaitSeconds.end(), wait);
-      increments[bound - kQueueWaitSeconds.begin()] += 1;
-      sum += wait;
-    }
-    queue_wait_seconds_.ObserveMultiple(increments, sum);
-  };
+std::function<void(double)> CommitProbe::QueueWaitObserver() {
+  return [this](double seconds) { queue_wait_seconds_.Observe(seconds); };
 }
 
 }  // namespace feedd

@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <functional>
-#include <span>
 
 namespace feedd {
 
@@ -29,9 +28,8 @@ class CommitProbe {
   std::function<void(size_t requests, double seconds)> Observer();
   // For StoreOptions::on_wal_sync.
   std::function<void(double seconds)> WalSyncObserver();
-  // For StoreOptions::on_queue_wait: one observation per write, one update
-  // of the histogram per group.
-  std::function<void(std::span<const double> seconds)> QueueWaitObserver();
+  // For StoreOptions::on_queue_wait.
+  std::function<void(double seconds)> QueueWaitObserver();
 
  private:
   prometheus::Histogram& group_requests_;

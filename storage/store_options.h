@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -110,12 +109,12 @@ struct StoreOptions {
   // requests in the group and the seconds RocksDB's write (and fsync) took.
   // For metrics; must be cheap.
   std::function<void(size_t requests, double seconds)> on_group_commit;
-  // Called on the commit thread as it takes a group, with the seconds each
-  // write of the group (a client's request or a processor's view write; not
-  // an import's batch) waited in the commit queue since it was submitted:
-  // the part of a write's latency spent behind earlier groups. For metrics;
-  // must be cheap.
-  std::function<void(std::span<const double> seconds)> on_queue_wait;
+  // Called on the commit thread as it takes a group, once per write of the
+  // group (a client's request or a processor's view write; not an import's
+  // batch), with the seconds it waited in the commit queue since it was
+  // submitted: the part of a write's latency spent behind earlier groups.
+  // For metrics; must be cheap.
+  std::function<void(double seconds)> on_queue_wait;
   // Called after each sync of a write-ahead log file with the seconds it
   // took, on the thread that synced it (the commit thread, or RocksDB's
   // when it switches logs). For metrics; must be cheap and thread-safe.

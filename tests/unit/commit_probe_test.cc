@@ -90,13 +90,13 @@ TEST(CommitProbeTest, ObservesTheGroupCommitsOfAStore) {
   EXPECT_EQ(waits->sample_count, 2u);
 }
 
-// The waits of a group, observed at once, land where Observe() would put
-// each: in the first bucket whose bound is at least the wait.
+// Each wait lands in the first bucket whose bound is at least the wait.
 TEST(CommitProbeTest, PutsEachQueueWaitInItsBucket) {
   prometheus::Registry registry;
   CommitProbe probe(registry);
   const std::vector<double> waits = {0.00003, 0.0003, 0.001, 0.001, 2.0};
-  probe.QueueWaitObserver()(waits);
+  const auto observe = probe.QueueWaitObserver();
+  for (double wait : waits) observe(wait);
 
   const std::vector<MetricFamily> families = registry.Collect();
   const auto* h = Histogram(families, "feedd_storage_commit_queue_wait_seconds");

@@ -21,7 +21,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -288,9 +287,9 @@ TEST_F(FaultInjectionTest, AWriteQueuedBehindAnFsyncReportsItsWait) {
   std::mutex mutex;
   std::vector<double> waits;  // GUARDED_BY(mutex)
   StoreOptions options = Options();
-  options.on_queue_wait = [&](std::span<const double> group) {
+  options.on_queue_wait = [&](double seconds) {
     std::lock_guard<std::mutex> lock(mutex);
-    waits.insert(waits.end(), group.begin(), group.end());
+    waits.push_back(seconds);
   };
   ASSERT_NO_FATAL_FAILURE(Open(options));
   fs_->HoldWalSyncs();
