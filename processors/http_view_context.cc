@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "processors/kinds/view_helpers.h"
 #include "storage/write_request.h"
 #include "util/json_parse.h"
 
@@ -98,14 +99,21 @@ Status HttpViewContext::Upsert(const std::string& container, boost::json::object
   }
   const std::string partition_key(pk->as_string());
   boost::json::object op{{"op", "upsert"}};
-  if (const boost::json::value* source = item.if_contains("_sourceLsn")) {
-    if (source->is_uint64() || (source->is_int64() && source->as_int64() > 0)) {
-      op["sourceLsn"] = *source;
-    }
+  if (std::optional<uint64_t> source_lsn = views::SourceLsnCondition(item)) {
+    op["sourceLsn"] = *source_lsn;
   }
   for (const char* store_property : {"_etag", "_lsn", "_ts"}) item.erase(store_property);
   op["body"] = std::move(item);
   return Stage(container, partition_key, std::move(op));
+}
+
+Status HttpViewContext::UpsertIfNewerSource(const std::string& container,
+                                            boost::json::object item) {
+  if (!views::SourceLsnCondition(item)) {
+    return Status(ErrorCode::kInternal, "a conditional upsert into '" + container +
+                                            "' of an item without a valid _sourceLsn");
+  }
+  return Upsert(container, std::move(item));
 }
 
 Status HttpViewContext::SetField(const std::string& container, const std::string& partition_key,

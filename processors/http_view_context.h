@@ -35,6 +35,8 @@ class HttpViewContext : public ViewContext {
                                                   const std::string& id) override;
   Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) override;
   Status Upsert(const std::string& container, boost::json::object item) override;
+  // Upsert() already sends both conditions for an item with _sourceLsn.
+  Status UpsertIfNewerSource(const std::string& container, boost::json::object item) override;
   Status SetField(const std::string& container, const std::string& partition_key,
                   const std::string& id, const JsonPointer& field,
                   boost::json::value value) override;

@@ -47,6 +47,12 @@ Status ProgressViewContext::Upsert(const std::string& container, boost::json::ob
   return inner_->Upsert(container, std::move(item));
 }
 
+Status ProgressViewContext::UpsertIfNewerSource(const std::string& container,
+                                                boost::json::object item) {
+  if (Status s = Stopped(); !s.ok()) return s;
+  return inner_->UpsertIfNewerSource(container, std::move(item));
+}
+
 Status ProgressViewContext::SetField(const std::string& container, const std::string& partition_key,
                                      const std::string& id, const JsonPointer& field,
                                      boost::json::value value) {

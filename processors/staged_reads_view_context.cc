@@ -262,9 +262,20 @@ Status StagedReadsViewContext::Flush() {
 }
 
 Status StagedReadsViewContext::Upsert(const std::string& container, boost::json::object item) {
+  return StageUpsert(container, std::move(item), &ViewContext::Upsert);
+}
+
+Status StagedReadsViewContext::UpsertIfNewerSource(const std::string& container,
+                                                   boost::json::object item) {
+  return StageUpsert(container, std::move(item), &ViewContext::UpsertIfNewerSource);
+}
+
+Status StagedReadsViewContext::StageUpsert(const std::string& container, boost::json::object item,
+                                           Status (ViewContext::*upsert)(const std::string&,
+                                                                         boost::json::object)) {
   const ContainerSpec* c = inner_->Container(container);
   boost::json::object staged = item;
-  if (Status s = inner_->Upsert(container, std::move(item)); !s.ok()) return s;
+  if (Status s = (inner_->*upsert)(container, std::move(item)); !s.ok()) return s;
   // The inner context accepted it, so the container exists and the item has
   // a string partition key and id.
   auto pk_pointer = JsonPointer::Parse(c->partition_key_path);

@@ -67,6 +67,9 @@ class StagedReadsViewContext : public ViewContext {
                                 const std::string& id) override;
   Result<SharedItems> QueryAllShared(const std::string& container, const QuerySpec& spec) override;
   Status Upsert(const std::string& container, boost::json::object item) override;
+  // Staged as Upsert() stages it; a later Read() here sees it even if the
+  // store will leave a newer stored copy in its place.
+  Status UpsertIfNewerSource(const std::string& container, boost::json::object item) override;
   Status SetField(const std::string& container, const std::string& partition_key,
                   const std::string& id, const JsonPointer& field,
                   boost::json::value value) override;
@@ -127,6 +130,10 @@ class StagedReadsViewContext : public ViewContext {
   // the change and moves the item in, within or out of each query's answer.
   void Staged(const std::string& container, const std::string& partition_key,
               const std::string& id);
+  // Upsert() and UpsertIfNewerSource(): `upsert` passes the item on to the
+  // inner context.
+  Status StageUpsert(const std::string& container, boost::json::object item,
+                     Status (ViewContext::*upsert)(const std::string&, boost::json::object));
 
   ViewContext* const inner_;
   ViewReadMemo* const query_memo_;

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "processors/kinds/view_helpers.h"
 #include "util/json_parse.h"
 
 namespace feedd {
@@ -56,6 +57,21 @@ void StoreViewContext::Stage(const std::string& container, const std::string& pk
 }
 
 Status StoreViewContext::Upsert(const std::string& container, boost::json::object item) {
+  return StageUpsert(container, std::move(item), std::nullopt);
+}
+
+Status StoreViewContext::UpsertIfNewerSource(const std::string& container,
+                                             boost::json::object item) {
+  std::optional<uint64_t> source_lsn = views::SourceLsnCondition(item);
+  if (!source_lsn) {
+    return Status(ErrorCode::kInternal, "a conditional upsert into '" + container +
+                                            "' of an item without a valid _sourceLsn");
+  }
+  return StageUpsert(container, std::move(item), Lsn{*source_lsn});
+}
+
+Status StoreViewContext::StageUpsert(const std::string& container, boost::json::object item,
+                                     std::optional<Lsn> source_lsn) {
   const ContainerSpec* spec = store_->FindContainer(container);
   if (spec == nullptr) {
     return Status(ErrorCode::kContainerNotFound, "container '" + container + "' does not exist");
@@ -65,6 +81,7 @@ Status StoreViewContext::Upsert(const std::string& container, boost::json::objec
   WriteOp op;
   op.kind = WriteOpKind::kUpsert;
   op.id = prepared->id;
+  op.source_lsn = source_lsn;
   std::string pk = prepared->partition_key;
   op.item = std::move(*prepared);
   Stage(container, pk, std::move(op));

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "processors/view_context.h"
@@ -28,6 +29,8 @@ class StoreViewContext : public ViewContext {
                                                   const std::string& id) override;
   Result<ViewQueryPage> Query(const std::string& container, const QuerySpec& spec) override;
   Status Upsert(const std::string& container, boost::json::object item) override;
+  // Sets WriteOp::source_lsn: the commit thread checks both conditions.
+  Status UpsertIfNewerSource(const std::string& container, boost::json::object item) override;
   Status SetField(const std::string& container, const std::string& partition_key,
                   const std::string& id, const JsonPointer& field,
                   boost::json::value value) override;
@@ -41,11 +44,14 @@ class StoreViewContext : public ViewContext {
   // Writes staged or committed through this context so far.
   size_t writes_made() const { return writes_committed_ + staged_ops_; }
   // Committed writes the store found nothing to do for: a delete of a
-  // missing item, a field set on a missing item.
+  // missing item, a field set on a missing item, a conditional upsert of a
+  // copy no newer than the stored one.
   size_t writes_without_effect() const { return writes_without_effect_; }
 
  private:
   void Stage(const std::string& container, const std::string& pk, WriteOp op);
+  Status StageUpsert(const std::string& container, boost::json::object item,
+                     std::optional<Lsn> source_lsn);
 
   DocumentStore* const store_;
   const std::string consumer_;

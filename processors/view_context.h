@@ -55,6 +55,17 @@ class ViewContext {
   // Properties _etag, _lsn and _ts are dropped; other '_' properties (such
   // as _sourceLsn) are kept.
   virtual Status Upsert(const std::string& container, boost::json::object item) = 0;
+  // Upsert() of a copy that carries _sourceLsn, the source version it shows,
+  // under two conditions the store checks when it commits, so that the kind
+  // need not read the stored item first:
+  //   - a stored item with an equal or higher _sourceLsn is left as it is:
+  //     the write does nothing (no error, no change record);
+  //   - a stored item that is not derived from the copy's _source (a
+  //     client's item, a copy of another source) is not overwritten: the
+  //     commit fails with derived_item (IsCollision(), storage/
+  //     derived_items.h), and the runtime parks the change.
+  // An item without _sourceLsn is refused (internal).
+  virtual Status UpsertIfNewerSource(const std::string& container, boost::json::object item) = 0;
   // Sets one field of an item, if the item still exists.
   virtual Status SetField(const std::string& container, const std::string& partition_key,
                           const std::string& id, const JsonPointer& field,

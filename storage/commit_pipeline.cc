@@ -263,15 +263,16 @@ Result<std::string> OpId(const std::string& pk, const WriteOp& op) {
 // The op's own conditions, in this order: skip_if_exists, who may write
 // (MayWrite), if_exists, source_lsn and if_match. nullopt: the op goes on;
 // a status: the op does nothing and answers it.
-Result<std::optional<int>> CheckConditions(const ContainerSpec& spec, const WriteOp& op,
-                                           const std::string& id, StoredVersion& stored) {
+Result<std::optional<int>> CheckConditions(const ContainerSpec& spec, const std::string& pk,
+                                           const WriteOp& op, const std::string& id,
+                                           StoredVersion& stored) {
   const bool exists = stored.exists();
   if (exists && op.skip_if_exists && op.kind == WriteOpKind::kCreate) {
     return std::optional<int>(409);  // already there: left as it is
   }
   if (op.kind != WriteOpKind::kRead) {
     Status allowed =
-        MayWrite(op.origin, spec, id,
+        MayWrite(op.origin, spec, pk, id,
                  op.item ? std::optional<std::string_view>(op.item->body_json) : std::nullopt,
                  exists ? std::optional<std::string_view>(stored.json()) : std::nullopt);
     if (!allowed.ok()) return allowed;
@@ -593,7 +594,7 @@ class CommitPipeline::GroupBuilder {
     if (!value.ok()) return value.status();
     Result<StoredVersion> stored = StoredVersion::Decode(*value, *id);
     if (!stored.ok()) return stored.status();
-    Result<std::optional<int>> skipped = CheckConditions(c.spec, op, *id, *stored);
+    Result<std::optional<int>> skipped = CheckConditions(c.spec, pk, op, *id, *stored);
     if (!skipped.ok()) return skipped.status();
     if (*skipped) {
       out->http_status = **skipped;

@@ -25,10 +25,31 @@ bool SameJson(std::string_view a, std::string_view b) {
   return va.ok() && vb.ok() && *va == *vb;
 }
 
+// The item a `_source` value names, as container/partitionKey/id; the
+// value's JSON text when it is not such an object.
+std::string SourceName(std::string_view source_json) {
+  Result<boost::json::value> source = ParseJson(source_json);
+  const boost::json::object* o = source.ok() ? source->if_object() : nullptr;
+  std::string name;
+  for (const char* member : {"container", "partitionKey", "id"}) {
+    const boost::json::value* v = o != nullptr ? o->if_contains(member) : nullptr;
+    if (v == nullptr || !v->is_string()) return std::string(source_json);
+    if (!name.empty()) name += '/';
+    name += v->get_string();
+  }
+  return name;
+}
+
 }  // namespace
 
-Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view id,
-                std::optional<std::string_view> new_json,
+Status Collision(std::string_view copy_of, std::string_view target, std::string_view taken_by) {
+  return Status(ErrorCode::kDerivedItem, "collision: the copy of " + std::string(copy_of) +
+                                             " would overwrite " + std::string(target) +
+                                             ", which is " + std::string(taken_by) + "; refused");
+}
+
+Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view partition_key,
+                std::string_view id, std::optional<std::string_view> new_json,
                 std::optional<std::string_view> stored_json) {
   auto where = [&] { return "item '" + std::string(id) + "' of '" + container.name + "'"; };
   switch (origin) {
@@ -57,11 +78,10 @@ Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_
                         : Property(*stored_json, "_sourceLsn").has_value()) {
         return Status::Ok();
       }
-      return Status(ErrorCode::kDerivedItem,
-                    "collision: " + where() + " is " +
-                        (stored_source ? "derived from " + std::string(*stored_source)
-                                       : std::string("not a derived item")) +
-                        ", not from " + std::string(*source) + "; the copy is refused");
+      return Collision(SourceName(*source),
+                       container.name + "/" + std::string(partition_key) + "/" + std::string(id),
+                       stored_source ? "a copy of " + SourceName(*stored_source)
+                                     : std::string("an item a client wrote"));
     }
   }
   return Status::Ok();

@@ -38,13 +38,19 @@ enum class WriteOrigin {
   kOverride,   // a client that asked to override the rule (X-Feedd-Override: derived)
 };
 
-// OK when a mutation by `origin` of item `id` of `container` is allowed;
-// otherwise derived_container or derived_item (403). `new_json` is the new
-// version's body (nullopt for a delete or a patch), `stored_json` the stored
-// version (nullopt: absent). The one place that decides it: roles, when they
-// come, gate WriteOrigin::kOverride where it is granted.
-Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view id,
-                std::optional<std::string_view> new_json,
+// OK when a mutation by `origin` of item `id` of partition `partition_key`
+// of `container` is allowed; otherwise derived_container or derived_item
+// (403). `new_json` is the new version's body (nullopt for a delete or a
+// patch), `stored_json` the stored version (nullopt: absent). The one place
+// that decides it: roles, when they come, gate WriteOrigin::kOverride where
+// it is granted. A processor's refused copy is a Collision().
+Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view partition_key,
+                std::string_view id, std::optional<std::string_view> new_json,
                 std::optional<std::string_view> stored_json);
+
+// The derived_item error of a copy refused because its target is taken:
+// "collision: the copy of <copy_of> would overwrite <target>, which is
+// <taken_by>; refused", where items are named container/partitionKey/id.
+Status Collision(std::string_view copy_of, std::string_view target, std::string_view taken_by);
 
 }  // namespace feedd

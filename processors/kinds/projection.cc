@@ -14,8 +14,10 @@
 // version they show, and _source, the source item. A copy is rewritten only
 // when the source is newer, and removed when the source is deleted or stops
 // matching. It never overwrites an item that is not a copy of the same
-// source (a client's item, or a copy of another source with the same id):
-// Apply() refuses such a collision (derived_item, the change is parked);
+// source (a client's item, or a copy of another source with the same id).
+// Apply() leaves both to the store (ViewContext::UpsertIfNewerSource), so it
+// does not read the copy it writes: a collision fails the commit
+// (derived_item, the change is parked);
 // Rebuild() leaves it out and reports it; Verify() does not count it as a
 // difference.
 #include <boost/json.hpp>
@@ -66,7 +68,9 @@ class Projection : public ProcessorKind, public views::CopySettings {
       }
       return Status::Ok();
     }
-    return Upsert(**source, *copy_pk, ctx);
+    // The store leaves a copy of this version or a newer one as it is, and
+    // refuses to overwrite an item that is not a copy of this source.
+    return ctx.UpsertIfNewerSource(target_container, views::ShortForm(**source, *this));
   }
 
   // Writes only the difference between the copies there are and the copies
@@ -179,22 +183,6 @@ class Projection : public ProcessorKind, public views::CopySettings {
   bool IsCopyOf(const boost::json::object& copy, const boost::json::object& source) const {
     return views::DerivedFrom(copy, *this, views::StringAt(source, source_pk).value_or(""),
                               std::string(source.at("id").as_string()));
-  }
-
-  Status Upsert(const boost::json::object& source, const std::string& copy_pk,
-                ViewContext& ctx) const {
-    std::string id(source.at("id").as_string());
-    auto existing = ctx.Read(target_container, copy_pk, id);
-    if (!existing.ok()) return existing.status();
-    std::string source_key = views::StringAt(source, source_pk).value_or("");
-    if (*existing && !views::DerivedFrom(**existing, *this, source_key, id)) {
-      return views::Collision(*this, **existing, source_key, id);
-    }
-    boost::json::object copy = views::ShortForm(source, *this);
-    if (*existing && views::SourceLsnOf(**existing) >= views::ItemLsn(source)) {
-      return Status::Ok();  // already shows this version or a newer one
-    }
-    return ctx.Upsert(target_container, std::move(copy));
   }
 
   // The copies in the target: items with _sourceLsn that match the filter.

@@ -117,6 +117,14 @@ uint64_t SourceLsnOf(const boost::json::object& derived) {
   return v != nullptr && v->is_number() ? v->to_number<uint64_t>() : 0;
 }
 
+std::optional<uint64_t> SourceLsnCondition(const boost::json::object& derived) {
+  const auto* v = derived.if_contains(kSourceLsnField);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_uint64() && v->as_uint64() > 0) return v->as_uint64();
+  if (v->is_int64() && v->as_int64() > 0) return static_cast<uint64_t>(v->as_int64());
+  return std::nullopt;
+}
+
 std::string TruncateUtf8(std::string_view text, size_t max_chars) {
   size_t chars = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -250,10 +258,9 @@ Status Collision(const CopySettings& copy, const boost::json::object& existing,
     taken_by = "an item a client wrote";
   }
   std::string target_pk = StringAt(existing, copy.target_pk).value_or("");
-  return Status(ErrorCode::kDerivedItem,
-                "collision: the copy of " + copy.source_container + "/" + std::string(source_pk) +
-                    "/" + std::string(id) + " would overwrite " + copy.target_container + "/" +
-                    target_pk + "/" + std::string(id) + ", which is " + taken_by + "; refused");
+  return feedd::Collision(
+      copy.source_container + "/" + std::string(source_pk) + "/" + std::string(id),
+      copy.target_container + "/" + target_pk + "/" + std::string(id), taken_by);
 }
 
 Status RebuildWriter::Upsert(const std::string& container, boost::json::object item) {

@@ -70,6 +70,10 @@ const boost::json::value* ValueAt(const boost::json::object& item, const JsonPoi
 
 uint64_t ItemLsn(const boost::json::object& item);         // its _lsn (0 when absent)
 uint64_t SourceLsnOf(const boost::json::object& derived);  // its _sourceLsn (0 when absent)
+// Its _sourceLsn when that is a positive integer (what a conditional write
+// of it compares: WriteOp::source_lsn, a batch op's "sourceLsn"), else
+// nullopt.
+std::optional<uint64_t> SourceLsnCondition(const boost::json::object& derived);
 
 // The first `max_chars` Unicode code points of a UTF-8 string.
 std::string TruncateUtf8(std::string_view text, size_t max_chars);

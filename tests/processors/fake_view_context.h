@@ -9,6 +9,10 @@
 //   (or Flush()) applies them, gives written items a fresh _lsn like the
 //   store does, and records the Change of each effective write in
 //   view_changes() (so a test can feed a processor's own writes back to it).
+//   As the store does for a processor's writes, it refuses an upsert that
+//   would overwrite an item not derived from the same source (MayWrite():
+//   the whole commit fails with derived_item and changes nothing), and
+//   leaves a stored copy at least as new as an UpsertIfNewerSource() one.
 // - Query() implements partitionKey, the filters and order of
 //   storage/query_semantics.h, limit (1..kMaxQueryLimit) and continuations
 //   (an offset).
@@ -32,9 +36,11 @@
 #include <vector>
 
 #include "processors/change.h"
+#include "processors/kinds/view_helpers.h"
 #include "processors/processor_kind.h"
 #include "processors/view_context.h"
 #include "storage/container_spec.h"
+#include "storage/derived_items.h"
 #include "storage/json_pointer.h"
 #include "storage/patch.h"
 #include "storage/query.h"
@@ -184,14 +190,33 @@ class FakeViewContext : public ViewContext {
     }
     std::vector<StagedWrite> writes;
     writes.swap(staged_);
+    // Kept to undo a refused commit, which changes nothing.
+    const auto items_before = items_;
+    const size_t changes_before = view_changes_.size();
+    const Lsn lsn_before = lsn_;
     ++commits_;
     for (auto& w : writes) {
       auto& items = Items(w.container);
       auto it = items.find({w.pk, w.id});
       switch (w.kind) {
-        case StagedWrite::kUpsert:
+        case StagedWrite::kUpsert: {
+          const bool exists = it != items.end();
+          Status allowed =
+              MayWrite(WriteOrigin::kProcessor, *Container(w.container), w.pk, w.id, Str(w.item),
+                       exists ? std::optional(Str(it->second)) : std::nullopt);
+          if (!allowed.ok()) {
+            items_ = items_before;
+            view_changes_.resize(changes_before);
+            lsn_ = lsn_before;
+            return allowed;
+          }
+          if (exists && w.if_newer_source &&
+              views::SourceLsnOf(it->second) >= views::SourceLsnOf(w.item)) {
+            break;  // the stored copy shows this source version or a newer one
+          }
           view_changes_.push_back(Store(w.container, std::move(w.item)));
           break;
+        }
         case StagedWrite::kSetField: {
           if (it == items.end()) break;
           boost::json::value copy = it->second;
@@ -301,26 +326,13 @@ class FakeViewContext : public ViewContext {
   }
 
   Status Upsert(const std::string& container, boost::json::object item) override {
-    if (Status s = WriteGate(container); !s.ok()) return s;
-    const ContainerSpec* spec = Container(container);
-    const auto* id = item.if_contains("id");
-    if (id == nullptr || !id->is_string() || id->get_string().empty()) {
-      return Status(ErrorCode::kInvalidId, "derived item without a string id");
+    return StageUpsert(container, std::move(item), false);
+  }
+  Status UpsertIfNewerSource(const std::string& container, boost::json::object item) override {
+    if (!views::SourceLsnCondition(item)) {
+      return Status(ErrorCode::kInternal, "conditional upsert without a valid _sourceLsn");
     }
-    const boost::json::value* pk = Ptr(spec->partition_key_path).Find(item);
-    if (pk == nullptr || !pk->is_string()) {
-      return Status(ErrorCode::kInvalidPartitionKey,
-                    "derived item without a string " + spec->partition_key_path);
-    }
-    item = WithoutStoreFields(std::move(item));
-    StagedWrite w;
-    w.kind = StagedWrite::kUpsert;
-    w.container = container;
-    w.pk = std::string(pk->get_string());
-    w.id = std::string(id->get_string());
-    w.item = std::move(item);
-    staged_.push_back(std::move(w));
-    return Status::Ok();
+    return StageUpsert(container, std::move(item), true);
   }
 
   Status SetField(const std::string& container, const std::string& partition_key,
@@ -356,10 +368,35 @@ class FakeViewContext : public ViewContext {
   struct StagedWrite {
     enum Kind { kUpsert, kSetField, kDelete } kind = kUpsert;
     std::string container, pk, id;
-    boost::json::object item;  // kUpsert
-    JsonPointer field;         // kSetField
-    boost::json::value value;  // kSetField
+    boost::json::object item;      // kUpsert
+    JsonPointer field;             // kSetField
+    boost::json::value value;      // kSetField
+    bool if_newer_source = false;  // kUpsert: UpsertIfNewerSource()
   };
+
+  Status StageUpsert(const std::string& container, boost::json::object item, bool if_newer_source) {
+    if (Status s = WriteGate(container); !s.ok()) return s;
+    const ContainerSpec* spec = Container(container);
+    const auto* id = item.if_contains("id");
+    if (id == nullptr || !id->is_string() || id->get_string().empty()) {
+      return Status(ErrorCode::kInvalidId, "derived item without a string id");
+    }
+    const boost::json::value* pk = Ptr(spec->partition_key_path).Find(item);
+    if (pk == nullptr || !pk->is_string()) {
+      return Status(ErrorCode::kInvalidPartitionKey,
+                    "derived item without a string " + spec->partition_key_path);
+    }
+    item = WithoutStoreFields(std::move(item));
+    StagedWrite w;
+    w.kind = StagedWrite::kUpsert;
+    w.container = container;
+    w.pk = std::string(pk->get_string());
+    w.id = std::string(id->get_string());
+    w.item = std::move(item);
+    w.if_newer_source = if_newer_source;
+    staged_.push_back(std::move(w));
+    return Status::Ok();
+  }
 
   std::map<Key, boost::json::object>& Items(const std::string& container) {
     auto it = items_.find(container);

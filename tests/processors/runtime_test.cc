@@ -532,6 +532,45 @@ TEST_F(RuntimeTest, AViewContextCountsTheWritesTheStoreSkipped) {
   EXPECT_EQ(ctx.writes_committed(), 4u);
 }
 
+// UpsertIfNewerSource() leaves both checks to the commit: a copy no newer
+// than the stored one does nothing, a newer one is written, and one whose
+// target holds an item of another source fails the commit as a collision.
+TEST_F(RuntimeTest, AConditionalUpsertIsCheckedByTheStore) {
+  ASSERT_TRUE(IsOk(store_->RegisterConsumer("processor.conditional", 0)));
+  StoreViewContext ctx(store_.get(), "processor.conditional", [] { return Lsn(1); });
+  const object source{{"container", "posts"}, {"partitionKey", "k"}, {"id", "a"}};
+  auto copy = [&](uint64_t source_lsn, std::string value, object of) {
+    return object{{"id", "a"},
+                  {"pk", "p"},
+                  {"value", std::move(value)},
+                  {"_sourceLsn", source_lsn},
+                  {"_source", std::move(of)}};
+  };
+  ASSERT_TRUE(ctx.UpsertIfNewerSource("mirror", copy(5, "five", source)).ok());
+  ASSERT_TRUE(ctx.Commit().ok());
+  ASSERT_TRUE(ctx.UpsertIfNewerSource("mirror", copy(4, "four", source)).ok());
+  ASSERT_TRUE(ctx.UpsertIfNewerSource("mirror", copy(5, "five again", source)).ok());
+  ASSERT_TRUE(ctx.Commit().ok());
+  EXPECT_EQ(ctx.writes_without_effect(), 2u);
+  ASSERT_EQ(All("mirror").size(), 1u);
+  EXPECT_EQ(S(All("mirror")[0], "value"), "five");
+
+  ASSERT_TRUE(ctx.UpsertIfNewerSource("mirror", copy(6, "six", source)).ok());
+  ASSERT_TRUE(ctx.Commit().ok());
+  EXPECT_EQ(S(All("mirror")[0], "value"), "six");
+
+  object other = source;
+  other["partitionKey"] = "elsewhere";
+  ASSERT_TRUE(ctx.UpsertIfNewerSource("mirror", copy(7, "of another source", other)).ok());
+  Status refused = ctx.Commit();
+  EXPECT_TRUE(IsCollision(refused)) << refused.ToString();
+  EXPECT_EQ(S(All("mirror")[0], "value"), "six");
+
+  EXPECT_EQ(ctx.UpsertIfNewerSource("mirror", object{{"id", "b"}, {"pk", "p"}}).code(),
+            ErrorCode::kInternal)
+      << "a conditional upsert needs the _sourceLsn it is conditioned on";
+}
+
 TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/3);
   ASSERT_NE(mirror, nullptr);
