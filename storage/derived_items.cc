@@ -1,6 +1,7 @@
 #include "storage/derived_items.h"
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ std::string SourceName(std::string_view source_json) {
 }
 
 }  // namespace
+
+uint64_t SourceLsnOf(std::string_view item_json) {
+  std::optional<std::string_view> text = Property(item_json, "_sourceLsn");
+  if (!text) return 0;
+  uint64_t lsn = 0;
+  const char* end = text->data() + text->size();
+  auto [stop, error] = std::from_chars(text->data(), end, lsn);
+  return error == std::errc() && stop == end ? lsn : 0;
+}
 
 Status Collision(std::string_view copy_of, std::string_view target, std::string_view taken_by) {
   return Status(ErrorCode::kDerivedItem, "collision: the copy of " + std::string(copy_of) +

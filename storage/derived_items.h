@@ -20,6 +20,7 @@
 // Thread-safety: free functions and constants.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -47,6 +48,10 @@ enum class WriteOrigin {
 Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_view partition_key,
                 std::string_view id, std::optional<std::string_view> new_json,
                 std::optional<std::string_view> stored_json);
+
+// The _sourceLsn of a stored item, read from its text without parsing it:
+// 0 when it has none, or one that is not a non-negative integer.
+uint64_t SourceLsnOf(std::string_view item_json);
 
 // The derived_item error of a copy refused because its target is taken:
 // "collision: the copy of <copy_of> would overwrite <target>, which is
