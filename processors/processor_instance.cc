@@ -521,7 +521,9 @@ class ProcessorInstance::Impl final : public SourcePump::Member {
       ++collisions_;
       FEEDD_LOG(kWarning, "processor") << config_.name << ": " << collision;
     }
-    view_writes_ += ctx.writes_committed();
+    // What the store wrote: not the conditional copies and the deletes it
+    // found nothing to do for.
+    view_writes_ += ctx.writes_committed() - ctx.writes_without_effect();
     for (size_t i = 0; i < changes.size(); ++i) {
       ObserveViewCommitted(config_, changes[i], wrote[i] ? 1 : 0);
     }

@@ -571,6 +571,29 @@ TEST_F(RuntimeTest, AConditionalUpsertIsCheckedByTheStore) {
       << "a conditional upsert needs the _sourceLsn it is conditioned on";
 }
 
+// A replay of changes whose copies are current commits conditional upserts
+// the store skips: they are not derived items written.
+TEST_F(RuntimeTest, CopiesTheStoreSkipsAreNotCountedAsViewWrites) {
+  ProcessorInstance* user_posts = StartScenario("user_posts");
+  ASSERT_NE(user_posts, nullptr);
+  Upsert("users", User("u1", "alice"));
+  const Lsn first = Upsert("posts", Post("p1", "u1", 1, 50));
+  Upsert("posts", Post("p2", "u1", 2, 50));
+  ASSERT_TRUE(Quiescent({user_posts}));
+  const uint64_t written = user_posts->GetStatus().view_writes;
+  EXPECT_EQ(written, 2u);
+  const Lsn head = store_->HeadLsn();
+
+  // The replay applies the two posts again (the applied LSN does not move
+  // back, so it is waited for by the count of applied changes).
+  const uint64_t applied = user_posts->GetStatus().applied;
+  ASSERT_TRUE(IsOk(user_posts->ResetTo(first - 1)));
+  ASSERT_TRUE(Eventually([&] { return user_posts->GetStatus().applied >= applied + 2; }));
+  ASSERT_TRUE(Quiescent({user_posts}));
+  EXPECT_EQ(store_->HeadLsn(), head) << "a replay rewrote a current copy";
+  EXPECT_EQ(user_posts->GetStatus().view_writes, written);
+}
+
 TEST_F(RuntimeTest, AppliesEveryChangeAndTheWatermarkReachesTheHead) {
   ProcessorInstance* mirror = StartMirror("one", /*parallelism=*/3);
   ASSERT_NE(mirror, nullptr);
