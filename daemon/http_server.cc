@@ -204,12 +204,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
 
   void Deliver(HttpResponse response) override {
     if (state_->stopped) return;
-    asio::post(stream_.get_executor(),
-               [self = shared_from_this(), handed = std::chrono::steady_clock::now(),
-                response = std::move(response)]() mutable {
-                 self->state_->observer->HandOverWaited(SecondsSince(handed));
-                 self->Write(std::move(response), /*linger=*/false);
-               });
+    HandOver([self = shared_from_this(), response = std::move(response)]() mutable {
+      self->Write(std::move(response), /*linger=*/false);
+    });
   }
 
   void Abandon() override {
@@ -220,9 +217,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Ses
 
   void Post(std::function<void()> work) override {
     if (state_->stopped) return;
+    HandOver(std::move(work));
+  }
+
+  // Runs `work` on this connection's I/O thread, reporting how long it
+  // waited for it (HttpServerObserver::HandOverWaited).
+  template <typename Work>
+  void HandOver(Work work) {
     asio::post(stream_.get_executor(),
                [self = shared_from_this(), handed = std::chrono::steady_clock::now(),
-                work = std::move(work)] {
+                work = std::move(work)]() mutable {
                  self->state_->observer->HandOverWaited(SecondsSince(handed));
                  work();
                });

@@ -109,9 +109,8 @@ Status HttpViewContext::Upsert(const std::string& container, boost::json::object
 
 Status HttpViewContext::UpsertIfNewerSource(const std::string& container,
                                             boost::json::object item) {
-  if (!views::SourceLsnCondition(item)) {
-    return Status(ErrorCode::kInternal, "a conditional upsert into '" + container +
-                                            "' of an item without a valid _sourceLsn");
+  if (Result<uint64_t> source_lsn = views::RequiredSourceLsn(container, item); !source_lsn.ok()) {
+    return source_lsn.status();
   }
   return Upsert(container, std::move(item));
 }

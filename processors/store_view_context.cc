@@ -62,11 +62,8 @@ Status StoreViewContext::Upsert(const std::string& container, boost::json::objec
 
 Status StoreViewContext::UpsertIfNewerSource(const std::string& container,
                                              boost::json::object item) {
-  std::optional<uint64_t> source_lsn = views::SourceLsnCondition(item);
-  if (!source_lsn) {
-    return Status(ErrorCode::kInternal, "a conditional upsert into '" + container +
-                                            "' of an item without a valid _sourceLsn");
-  }
+  Result<uint64_t> source_lsn = views::RequiredSourceLsn(container, item);
+  if (!source_lsn.ok()) return source_lsn.status();
   return StageUpsert(container, std::move(item), Lsn{*source_lsn});
 }
 

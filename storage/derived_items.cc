@@ -31,17 +31,27 @@ bool SameJson(std::string_view a, std::string_view b) {
 std::string SourceName(std::string_view source_json) {
   Result<boost::json::value> source = ParseJson(source_json);
   const boost::json::object* o = source.ok() ? source->if_object() : nullptr;
-  std::string name;
-  for (const char* member : {"container", "partitionKey", "id"}) {
-    const boost::json::value* v = o != nullptr ? o->if_contains(member) : nullptr;
+  std::string_view parts[3];
+  const char* members[3] = {"container", "partitionKey", "id"};
+  for (int i = 0; i < 3; ++i) {
+    const boost::json::value* v = o != nullptr ? o->if_contains(members[i]) : nullptr;
     if (v == nullptr || !v->is_string()) return std::string(source_json);
-    if (!name.empty()) name += '/';
-    name += v->get_string();
+    parts[i] = v->get_string();
   }
-  return name;
+  return ItemName(parts[0], parts[1], parts[2]);
 }
 
 }  // namespace
+
+std::string ItemName(std::string_view container, std::string_view partition_key,
+                     std::string_view id) {
+  std::string name(container);
+  name += '/';
+  name += partition_key;
+  name += '/';
+  name += id;
+  return name;
+}
 
 uint64_t SourceLsnOf(std::string_view item_json) {
   std::optional<std::string_view> text = Property(item_json, "_sourceLsn");
@@ -88,8 +98,7 @@ Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_
                         : Property(*stored_json, "_sourceLsn").has_value()) {
         return Status::Ok();
       }
-      return Collision(SourceName(*source),
-                       container.name + "/" + std::string(partition_key) + "/" + std::string(id),
+      return Collision(SourceName(*source), ItemName(container.name, partition_key, id),
                        stored_source ? "a copy of " + SourceName(*stored_source)
                                      : std::string("an item a client wrote"));
     }

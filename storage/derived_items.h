@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "storage/container_spec.h"
@@ -52,6 +53,10 @@ Status MayWrite(WriteOrigin origin, const ContainerSpec& container, std::string_
 // The _sourceLsn of a stored item, read from its text without parsing it:
 // 0 when it has none, or one that is not a non-negative integer.
 uint64_t SourceLsnOf(std::string_view item_json);
+
+// How a collision names an item: container/partitionKey/id.
+std::string ItemName(std::string_view container, std::string_view partition_key,
+                     std::string_view id);
 
 // The derived_item error of a copy refused because its target is taken:
 // "collision: the copy of <copy_of> would overwrite <target>, which is

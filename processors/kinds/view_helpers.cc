@@ -125,6 +125,13 @@ std::optional<uint64_t> SourceLsnCondition(const boost::json::object& derived) {
   return std::nullopt;
 }
 
+Result<uint64_t> RequiredSourceLsn(const std::string& container,
+                                   const boost::json::object& derived) {
+  if (std::optional<uint64_t> source_lsn = SourceLsnCondition(derived)) return *source_lsn;
+  return Status(ErrorCode::kInternal, "a conditional upsert into '" + container +
+                                          "' of an item without a valid _sourceLsn");
+}
+
 std::string TruncateUtf8(std::string_view text, size_t max_chars) {
   size_t chars = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -258,9 +265,8 @@ Status Collision(const CopySettings& copy, const boost::json::object& existing,
     taken_by = "an item a client wrote";
   }
   std::string target_pk = StringAt(existing, copy.target_pk).value_or("");
-  return feedd::Collision(
-      copy.source_container + "/" + std::string(source_pk) + "/" + std::string(id),
-      copy.target_container + "/" + target_pk + "/" + std::string(id), taken_by);
+  return feedd::Collision(ItemName(copy.source_container, source_pk, id),
+                          ItemName(copy.target_container, target_pk, id), taken_by);
 }
 
 Status RebuildWriter::Upsert(const std::string& container, boost::json::object item) {

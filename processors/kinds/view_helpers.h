@@ -74,6 +74,10 @@ uint64_t SourceLsnOf(const boost::json::object& derived);  // its _sourceLsn (0 
 // of it compares: WriteOp::source_lsn, a batch op's "sourceLsn"), else
 // nullopt.
 std::optional<uint64_t> SourceLsnCondition(const boost::json::object& derived);
+// The condition of ViewContext::UpsertIfNewerSource() of `derived` into
+// `container`: its SourceLsnCondition(), or internal when it has none.
+Result<uint64_t> RequiredSourceLsn(const std::string& container,
+                                   const boost::json::object& derived);
 
 // The first `max_chars` Unicode code points of a UTF-8 string.
 std::string TruncateUtf8(std::string_view text, size_t max_chars);

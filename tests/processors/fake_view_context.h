@@ -329,8 +329,8 @@ class FakeViewContext : public ViewContext {
     return StageUpsert(container, std::move(item), false);
   }
   Status UpsertIfNewerSource(const std::string& container, boost::json::object item) override {
-    if (!views::SourceLsnCondition(item)) {
-      return Status(ErrorCode::kInternal, "conditional upsert without a valid _sourceLsn");
+    if (Result<uint64_t> source_lsn = views::RequiredSourceLsn(container, item); !source_lsn.ok()) {
+      return source_lsn.status();
     }
     return StageUpsert(container, std::move(item), true);
   }
